@@ -3,7 +3,9 @@
 // (which matches on `code`, and sometimes on `message`) sees no difference.
 import { inspect, getSystemErrorName } from 'node:util';
 
-const classRe = /^([A-Z][a-z0-9]*)+$/;
+const classRe = /^[A-Z][a-zA-Z0-9]*$/;
+// Node accepts 'Function' and 'Object' as spellings of the primitive types.
+const kTypes = ['string', 'function', 'number', 'object', 'Function', 'Object', 'boolean', 'bigint', 'symbol'];
 
 function addCode(err, code) {
   // Node's errors show the code in `name` only while the stack is captured.
@@ -14,16 +16,28 @@ function addCode(err, code) {
   return err;
 }
 
+// Port of Node's determineSpecificType (lib/internal/errors.js, same in 20-24).
 function describeReceived(value) {
-  if (value == null) return ` Received ${value}`;
-  if (typeof value === 'function') return ` Received function ${value.name}`;
-  if (typeof value === 'object') {
-    if (value.constructor?.name) return ` Received an instance of ${value.constructor.name}`;
-    return ` Received ${inspect(value, { depth: -1 })}`;
+  if (value === null || value === undefined) return ` Received ${value}`;
+  switch (typeof value) {
+    case 'bigint': return ` Received type bigint (${value}n)`;
+    case 'number': return ` Received type number (${Object.is(value, -0) ? '-0' : value})`;
+    case 'boolean': return ` Received type boolean (${value})`;
+    case 'symbol': return ` Received type symbol (${String(value)})`;
+    case 'function': return ` Received function ${value.name}`;
+    case 'object':
+      if (value.constructor && 'name' in value.constructor) return ` Received an instance of ${value.constructor.name}`;
+      return ` Received ${inspect(value, { depth: -1 })}`;
+    case 'string': {
+      const shown = value.length > 28 ? `${value.slice(0, 25)}...` : value;
+      return ` Received type string (${shown.includes("'") ? JSON.stringify(shown) : `'${shown}'`})`;
+    }
+    default: {
+      let shown = inspect(value, { colors: false });
+      if (shown.length > 28) shown = `${shown.slice(0, 25)}...`;
+      return ` Received type ${typeof value} (${shown})`;
+    }
   }
-  let shown = inspect(value, { colors: false });
-  if (shown.length > 28) shown = `${shown.slice(0, 25)}...`;
-  return ` Received type ${typeof value} (${shown})`;
 }
 
 function formatList(list, joiner = 'or') {
@@ -42,7 +56,7 @@ export function invalidArgType(name, expected, actual) {
   const instances = [];
   const other = [];
   for (const value of expected) {
-    if (['string', 'function', 'number', 'object', 'boolean', 'bigint', 'symbol'].includes(value)) {
+    if (kTypes.includes(value)) {
       types.push(value.toLowerCase());
     } else if (classRe.test(value)) {
       instances.push(value);
@@ -82,7 +96,10 @@ export function invalidArgValue(name, value, reason = 'is invalid') {
 export function outOfRange(name, range, value) {
   let received;
   if (Number.isInteger(value) && Math.abs(value) > 2 ** 32) received = addNumericalSeparator(String(value));
-  else if (typeof value === 'bigint') received = `${addNumericalSeparator(String(value))}n`;
+  else if (typeof value === 'bigint') {
+    received = value > 2n ** 32n || value < -(2n ** 32n) ? addNumericalSeparator(String(value)) : String(value);
+    received += 'n';
+  }
   else received = inspect(value);
   return addCode(new RangeError(`The value of "${name}" is out of range. It must be ${range}. Received ${received}`), 'ERR_OUT_OF_RANGE');
 }
@@ -110,11 +127,33 @@ export function poolError(code, message, cause) {
  * Node's ErrnoException: `${syscall} ${CODE}` with errno negative, as libuv
  * reports it. `errno` is the positive Linux errno.
  */
-export function errnoError(errno, syscall, extra) {
+export function errnoError(errno, syscall) {
   const code = getSystemErrorName(-errno);
-  const err = new Error(`${syscall} ${code}${extra?.path ? ` ${extra.path}` : ''}`);
+  const err = new Error(`${syscall} ${code}`);
   err.errno = -errno;
   err.code = code;
   err.syscall = syscall;
   return err;
+}
+
+/** ERR_CHILD_PROCESS_STDIO_MAXBUFFER, for exec/execFile output over maxBuffer. */
+export function maxBufferExceeded(streamName) {
+  return addCode(new RangeError(`${streamName} maxBuffer length exceeded`), 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER');
+}
+
+/** Node's AbortError (code ABORT_ERR); `cause` is the signal's reason. */
+export class AbortError extends Error {
+  constructor(message = 'The operation was aborted', options = undefined) {
+    if (options !== undefined && typeof options !== 'object') {
+      throw invalidArgType('options', 'Object', options);
+    }
+    super(message, options);
+    this.code = 'ABORT_ERR';
+    this.name = 'AbortError';
+  }
+}
+
+/** A plain Error with extra own properties, as Node's genericNodeError builds it. */
+export function genericNodeError(message, properties) {
+  return Object.assign(new Error(message), properties);
 }
