@@ -157,12 +157,3 @@ export class AbortError extends Error {
 export function genericNodeError(message, properties) {
   return Object.assign(new Error(message), properties);
 }
-
-/** Node's AbortError (code ABORT_ERR), as thrown by aborted operations. */
-export class AbortError extends Error {
-  constructor(message = 'The operation was aborted', options = undefined) {
-    super(message, options);
-    this.code = 'ABORT_ERR';
-    this.name = 'AbortError';
-  }
-}
