@@ -7,10 +7,38 @@ const classRe = /^[A-Z][a-zA-Z0-9]*$/;
 // Node accepts 'Function' and 'Object' as spellings of the primitive types.
 const kTypes = ['string', 'function', 'number', 'object', 'Function', 'Object', 'boolean', 'bigint', 'symbol'];
 
-function addCode(err, code) {
-  // Node's errors show the code in `name` only while the stack is captured.
-  Object.defineProperty(err, 'code', { value: code, enumerable: true, writable: true, configurable: true });
-  err.name = `${err.constructor.name} [${code}]`;
+const nodeErrorClasses = new Map();
+
+// Node's NodeError classes: `constructor` reads as the base class and
+// toString() shows the code, e.g. "TypeError [ERR_X]: message".
+function nodeErrorClass(Base, code) {
+  const key = `${Base.name} ${code}`;
+  let NodeError = nodeErrorClasses.get(key);
+  if (!NodeError) {
+    NodeError = class NodeError extends Base {
+      get ['constructor']() { return Base; }
+      toString() { return `${this.name} [${code}]: ${this.message}`; }
+    };
+    nodeErrorClasses.set(key, NodeError);
+  }
+  return NodeError;
+}
+
+/**
+ * Node builds errors whose message is a format string with the message first
+ * (own keys stack, message, code) and those with a message function with the
+ * code first (stack, code, message); `codeFirst` picks the latter.
+ */
+function nodeError(Base, code, message, { codeFirst = false, cause } = {}) {
+  const NodeError = nodeErrorClass(Base, code);
+  const err = codeFirst ? new NodeError() : new NodeError(message, cause === undefined ? undefined : { cause });
+  err.code = code;
+  if (codeFirst) {
+    Object.defineProperty(err, 'message', { value: message, enumerable: false, writable: true, configurable: true });
+  }
+  // V8 formats the stack on first access: show the code in its header as
+  // Node's prepareStackTrace does for its own errors.
+  err.name = `${Base.name} [${code}]`;
   void err.stack;
   delete err.name;
   return err;
@@ -81,7 +109,7 @@ export function invalidArgType(name, expected, actual) {
     else msg += other[0].toLowerCase() !== other[0] ? `an ${other[0]}` : `${other[0]}`;
   }
   msg += `.${describeReceived(actual)}`;
-  return addCode(new TypeError(msg), 'ERR_INVALID_ARG_TYPE');
+  return nodeError(TypeError, 'ERR_INVALID_ARG_TYPE', msg, { codeFirst: true });
 }
 
 /** ERR_INVALID_ARG_VALUE: right type, unacceptable value. */
@@ -89,7 +117,7 @@ export function invalidArgValue(name, value, reason = 'is invalid') {
   let shown = inspect(value);
   if (shown.length > 128) shown = `${shown.slice(0, 128)}...`;
   const kind = name.includes('.') ? 'property' : 'argument';
-  return addCode(new TypeError(`The ${kind} '${name}' ${reason}. Received ${shown}`), 'ERR_INVALID_ARG_VALUE');
+  return nodeError(TypeError, 'ERR_INVALID_ARG_VALUE', `The ${kind} '${name}' ${reason}. Received ${shown}`, { codeFirst: true });
 }
 
 /** ERR_OUT_OF_RANGE. */
@@ -101,7 +129,7 @@ export function outOfRange(name, range, value) {
     received += 'n';
   }
   else received = inspect(value);
-  return addCode(new RangeError(`The value of "${name}" is out of range. It must be ${range}. Received ${received}`), 'ERR_OUT_OF_RANGE');
+  return nodeError(RangeError, 'ERR_OUT_OF_RANGE', `The value of "${name}" is out of range. It must be ${range}. Received ${received}`, { codeFirst: true });
 }
 
 function addNumericalSeparator(val) {
@@ -114,13 +142,12 @@ function addNumericalSeparator(val) {
 
 /** ERR_UNKNOWN_SIGNAL. */
 export function unknownSignal(signal) {
-  return addCode(new TypeError(`Unknown signal: ${signal}`), 'ERR_UNKNOWN_SIGNAL');
+  return nodeError(TypeError, 'ERR_UNKNOWN_SIGNAL', `Unknown signal: ${signal}`);
 }
 
 /** A plain Error with a code, for spawnpool's own conditions (documented in README). */
 export function poolError(code, message, cause) {
-  const err = new Error(message, cause === undefined ? undefined : { cause });
-  return addCode(err, code);
+  return nodeError(Error, code, message, { cause });
 }
 
 /**
@@ -138,7 +165,7 @@ export function errnoError(errno, syscall) {
 
 /** ERR_CHILD_PROCESS_STDIO_MAXBUFFER, for exec/execFile output over maxBuffer. */
 export function maxBufferExceeded(streamName) {
-  return addCode(new RangeError(`${streamName} maxBuffer length exceeded`), 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER');
+  return nodeError(RangeError, 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER', `${streamName} maxBuffer length exceeded`);
 }
 
 /** Node's AbortError (code ABORT_ERR); `cause` is the signal's reason. */
