@@ -1,0 +1,202 @@
+// Argument normalization for spawn(), done once at the API boundary with
+// Node's validation and errors (lib/child_process.js normalizeSpawnArguments,
+// lib/internal/child_process.js getValidStdio). Later layers trust the result.
+import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
+import { constants } from 'node:os';
+import {
+  invalidArgType, invalidArgValue, outOfRange, unknownSignal,
+} from './errors.js';
+import { STDIO_PIPE, STDIO_IGNORE, stdioFd } from './protocol.js';
+
+const signalNumbers = constants.signals;
+const signalNames = Object.fromEntries(Object.entries(signalNumbers).map(([k, v]) => [v, k]));
+
+/** Signal number → name ('SIGTERM'), or undefined. */
+export const signalName = (n) => signalNames[n];
+
+/** Node's convertToValidSignal: a known name (any case) or number, else ERR_UNKNOWN_SIGNAL. */
+export function toSignalNumber(signal) {
+  if (typeof signal === 'number' && signalNames[signal] !== undefined) return signal;
+  if (typeof signal === 'string') {
+    const n = signalNumbers[signal.toUpperCase()];
+    if (n !== undefined) return n;
+  }
+  throw unknownSignal(signal);
+}
+
+function validateString(value, name) {
+  if (typeof value !== 'string') throw invalidArgType(name, 'string', value);
+}
+
+function validateBoolean(value, name) {
+  if (typeof value !== 'boolean') throw invalidArgType(name, 'boolean', value);
+}
+
+function validateNoNul(value, name) {
+  if (typeof value === 'string' && value.includes('\u0000')) {
+    throw invalidArgValue(name, value, 'must be a string without null bytes');
+  }
+}
+
+const isInt32 = (value) => value === (value | 0);
+
+function validatedCwd(cwd) {
+  if (cwd instanceof URL || (cwd != null && cwd.href !== undefined && cwd.protocol !== undefined)) {
+    cwd = fileURLToPath(cwd);
+  }
+  if (typeof cwd !== 'string' && !(cwd instanceof Uint8Array)) {
+    throw invalidArgType('options.cwd', ['string', 'Buffer', 'URL'], cwd);
+  }
+  const text = typeof cwd === 'string' ? cwd : Buffer.from(cwd).toString();
+  if (text.includes('\u0000')) {
+    throw invalidArgValue('options.cwd', cwd, 'must be a string, Uint8Array, or URL without null bytes');
+  }
+  return text;
+}
+
+/**
+ * Node's normalizeSpawnArguments: validates, applies `shell` and `argv0`,
+ * flattens `env` into "K=V" pairs. Returns { file, args (argv, argv[0]
+ * included), cwd, envPairs, options }.
+ */
+export function normalizeSpawnArguments(file, args, options) {
+  validateString(file, 'file');
+  validateNoNul(file, 'file');
+  if (file.length === 0) throw invalidArgValue('file', file, 'cannot be empty');
+
+  if (Array.isArray(args)) {
+    args = args.slice();
+  } else if (args == null) {
+    args = [];
+  } else if (typeof args !== 'object') {
+    throw invalidArgType('args', 'object', args);
+  } else {
+    options = args;
+    args = [];
+  }
+  for (let i = 0; i < args.length; i++) validateNoNul(args[i], `args[${i}]`);
+
+  if (options === undefined) options = {};
+  else if (options === null || typeof options !== 'object') throw invalidArgType('options', 'object', options);
+  options = { __proto__: null, ...options };
+
+  let cwd = options.cwd;
+  if (cwd != null) cwd = validatedCwd(cwd);
+  if (options.detached != null) validateBoolean(options.detached, 'options.detached');
+  if (options.uid != null && !isInt32(options.uid)) throw invalidArgType('options.uid', 'int32', options.uid);
+  if (options.gid != null && !isInt32(options.gid)) throw invalidArgType('options.gid', 'int32', options.gid);
+  if (options.shell != null && typeof options.shell !== 'boolean' && typeof options.shell !== 'string') {
+    throw invalidArgType('options.shell', ['boolean', 'string'], options.shell);
+  }
+  if (options.argv0 != null) {
+    validateString(options.argv0, 'options.argv0');
+    validateNoNul(options.argv0, 'options.argv0');
+  }
+  if (options.windowsHide != null) validateBoolean(options.windowsHide, 'options.windowsHide');
+  if (options.windowsVerbatimArguments != null) {
+    validateBoolean(options.windowsVerbatimArguments, 'options.windowsVerbatimArguments');
+  }
+
+  if (options.shell) {
+    validateNoNul(options.shell, 'options.shell');
+    const command = [file, ...args].join(' ');
+    file = typeof options.shell === 'string' ? options.shell : '/bin/sh';
+    args = ['-c', command];
+  }
+  args.unshift(typeof options.argv0 === 'string' ? options.argv0 : file);
+
+  const env = options.env || { ...process.env };
+  // Node always propagates NODE_V8_COVERAGE, so coverage works through spawns.
+  if (process.env.NODE_V8_COVERAGE && (!options.env || !Object.hasOwn(options.env, 'NODE_V8_COVERAGE'))) {
+    env.NODE_V8_COVERAGE = process.env.NODE_V8_COVERAGE;
+  }
+  const envPairs = [];
+  // Prototype values are included, as in Node.
+  for (const key in env) {
+    const value = env[key];
+    if (value !== undefined) {
+      validateNoNul(key, `options.env['${key}']`);
+      validateNoNul(value, `options.env['${key}']`);
+      envPairs.push(`${key}=${value}`);
+    }
+  }
+  return { file, args, cwd, envPairs, options };
+}
+
+/** Node's validateTimeout for spawn: undefined/null or an integer >= 0. */
+export function validateTimeout(timeout) {
+  if (timeout != null && !(Number.isInteger(timeout) && timeout >= 0)) {
+    throw outOfRange('timeout', 'an unsigned integer', timeout);
+  }
+}
+
+/** Node's validateAbortSignal. */
+export function validateAbortSignal(signal, name) {
+  if (signal !== undefined && (signal === null || typeof signal !== 'object' || !('aborted' in signal))) {
+    throw invalidArgType(name, 'AbortSignal', signal);
+  }
+}
+
+/** Node's sanitizeKillSignal: undefined, or a valid signal number. */
+export function sanitizeKillSignal(killSignal) {
+  if (typeof killSignal === 'string' || typeof killSignal === 'number') return toSignalNumber(killSignal);
+  if (killSignal != null) throw invalidArgType('options.killSignal', ['string', 'number'], killSignal);
+  return undefined;
+}
+
+function stdioStringToArray(stdio) {
+  switch (stdio) {
+    case 'ignore':
+    case 'overlapped':
+    case 'pipe': return [stdio, stdio, stdio];
+    case 'inherit': return [0, 1, 2];
+    default: throw invalidArgValue('stdio', stdio);
+  }
+}
+
+const isHandleLike = (s) => typeof s === 'object' && s !== null &&
+  (typeof s.fd === 'number' || s.handle !== undefined || s._handle !== undefined);
+
+/**
+ * Validates `stdio` as Node does and maps it onto what a spawn server can
+ * serve: { modes: [m0, m1, m2], length } or null when some entry needs
+ * node:child_process ('ipc', streams, fds above 2, extra pipes).
+ */
+export function planStdio(stdio) {
+  if (stdio == null || stdio === '' || stdio === 0 || stdio === false) stdio = 'pipe';
+  if (typeof stdio === 'string') stdio = stdioStringToArray(stdio);
+  else if (!Array.isArray(stdio)) throw invalidArgValue('stdio', stdio);
+
+  const length = Math.max(3, stdio.length);
+  const modes = [];
+  let servable = true;
+  for (let i = 0; i < length; i++) {
+    let s = stdio[i];
+    if (s == null) s = i < 3 ? 'pipe' : 'ignore';
+    let mode;
+    if (s === 'ignore') mode = STDIO_IGNORE;
+    else if (s === 'pipe' || s === 'overlapped' || (typeof s === 'number' && s < 0)) mode = STDIO_PIPE;
+    else if (s === 'inherit') mode = stdioFd(i);
+    else if (s === 'ipc' || isHandleLike(s) || typeof s === 'number') {
+      const fd = typeof s === 'number' ? s : s.fd;
+      mode = Number.isInteger(fd) && fd >= 0 && fd <= 2 ? stdioFd(fd) : undefined;
+    } else if (ArrayBuffer.isView(s) || typeof s === 'string') {
+      const err = new TypeError(`Asynchronous forks do not support Buffer, TypedArray, DataView or string input: ${JSON.stringify(s)}`);
+      err.code = 'ERR_INVALID_SYNC_FORK_INPUT';
+      throw err;
+    } else {
+      throw invalidArgValue('stdio', s);
+    }
+    if (i < 3) {
+      if (mode === undefined) servable = false;
+      modes.push(mode);
+    } else if (mode !== STDIO_IGNORE) {
+      servable = false;
+    }
+  }
+  return servable ? { modes, length } : null;
+}
+
+/** Absolute cwd for the server, which does not follow the parent's chdir(). */
+export const resolveCwd = (cwd) => (cwd == null ? process.cwd() : resolve(process.cwd(), cwd));

@@ -1,0 +1,140 @@
+// A pool of spawn servers: started together on first use, least-busy
+// dispatch, replaced when one dies, never keeping an idle process alive.
+import { accessSync, readFileSync, constants as fsConstants } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { debuglog } from 'node:util';
+import { Server } from './server.js';
+
+const debug = debuglog('spawnpool');
+const defaultBinary = fileURLToPath(new URL('../native/build/spawnd', import.meta.url));
+const LATENCY_SAMPLES = 1024;
+const MAX_START_FAILURES = 3;
+
+/** CPUs this process may use: affinity, then cgroup v2 cpu.max of its cgroup and ancestors. */
+export function availableCpus() {
+  let cpus = availableParallelism();
+  try {
+    const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'));
+    let dir = line.slice(3).trim();
+    for (;;) {
+      try {
+        const [quota, period] = readFileSync(`/sys/fs/cgroup${dir === '/' ? '' : dir}/cpu.max`, 'utf8').trim().split(/\s+/);
+        if (quota !== 'max') cpus = Math.min(cpus, Math.max(1, Math.ceil(Number(quota) / Number(period))));
+      } catch { /* no cpu controller at this level */ }
+      if (dir === '/' || dir === '') break;
+      dir = dir.slice(0, dir.lastIndexOf('/')) || '/';
+    }
+  } catch { /* not cgroup v2: affinity alone */ }
+  return cpus;
+}
+
+function percentile(sorted, p) {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+}
+
+export class Pool {
+  /**
+   * @param {object} [options]
+   * @param {number} [options.size] servers; default: CPUs available to the process
+   * @param {'least-busy'|'round-robin'|'random'} [options.strategy]
+   * @param {string} [options.server] path of the spawnd binary
+   * @param {number} [options.window] stdout/stderr credit per stream, bytes
+   */
+  constructor(options = {}) {
+    this.size = options.size ?? availableCpus();
+    this.strategy = options.strategy ?? 'least-busy';
+    this.binary = options.server ?? process.env.SPAWNPOOL_SERVER ?? defaultBinary;
+    this.window = options.window ?? 128 * 1024;
+    this.servers = [];
+    this.closed = false;
+    this.next = 0;
+    this.startFailures = 0;
+    this.unavailable = null;
+    this.counters = { spawned: 0, spawnErrors: 0, fallbacks: 0, restarts: 0, lost: 0 };
+    this.latencies = new Float64Array(LATENCY_SAMPLES);
+    this.latencyCount = 0;
+    try {
+      accessSync(this.binary, fsConstants.X_OK);
+    } catch (err) {
+      this.markUnavailable(`native server not found at ${this.binary} (run "npm install" to build it)`, err);
+    }
+  }
+
+  markUnavailable(reason, cause) {
+    if (this.unavailable !== null) return;
+    this.unavailable = reason;
+    process.emitWarning(`spawnpool: ${reason}; spawning with node:child_process instead`,
+      { code: 'SPAWNPOOL_UNAVAILABLE', detail: cause?.message });
+  }
+
+  start() {
+    while (this.servers.length < this.size) this.servers.push(this.startServer());
+  }
+
+  startServer() {
+    return new Server(this.binary, (server, cause, orphans) => this.onServerGone(server, cause, orphans));
+  }
+
+  onServerGone(server, cause, orphans) {
+    const i = this.servers.indexOf(server);
+    if (i !== -1) this.servers.splice(i, 1);
+    this.counters.lost += orphans.length;
+    for (const child of orphans) child._onServerLost(cause);
+    if (this.closed) return;
+    if (server.pid === undefined && ++this.startFailures >= MAX_START_FAILURES) {
+      this.markUnavailable('the native server fails to start', cause);
+      return;
+    }
+    this.counters.restarts++;
+    debug('replacing server %d', server.pid);
+  }
+
+  /** The server for the next spawn, per the strategy. Starts the pool on first use. */
+  pick() {
+    if (this.servers.length < this.size) this.start();
+    const servers = this.servers;
+    if (this.strategy === 'random') return servers[Math.floor(Math.random() * servers.length)];
+    const start = this.next++ % servers.length;
+    if (this.strategy === 'round-robin') return servers[start];
+    let best = servers[start];
+    for (let k = 1; k < servers.length && best.inFlight > 0; k++) {
+      const s = servers[(start + k) % servers.length];
+      if (s.inFlight < best.inFlight) best = s;
+    }
+    return best;
+  }
+
+  /** Records call → 'spawn' latency (ms), or a spawn error. */
+  recordSpawn(ms) {
+    if (ms === undefined) {
+      this.counters.spawnErrors++;
+      return;
+    }
+    this.counters.spawned++;
+    this.latencies[this.latencyCount++ % LATENCY_SAMPLES] = ms;
+    if (this.servers.length > 0) this.startFailures = 0;
+  }
+
+  /** A snapshot of the pool: servers, load, totals and spawn latency percentiles (ms). */
+  stats() {
+    const n = Math.min(this.latencyCount, LATENCY_SAMPLES);
+    const sorted = Array.from(this.latencies.subarray(0, n)).sort((a, b) => a - b);
+    return {
+      size: this.size,
+      available: this.unavailable === null,
+      servers: this.servers.map((s) => ({ pid: s.pid ?? null, inFlight: s.inFlight })),
+      inFlight: this.servers.reduce((sum, s) => sum + s.inFlight, 0),
+      ...this.counters,
+      latency: { p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99) },
+    };
+  }
+
+  /** Stops the servers. Running children keep running; their output is cut. */
+  close() {
+    this.closed = true;
+    for (const s of this.servers) s.close();
+    this.servers = [];
+  }
+}

@@ -1,0 +1,255 @@
+// The wire codec of docs/protocol.md: pure functions, no sockets, no timers.
+// encode*() return one frame as a Buffer; Decoder turns a byte stream into
+// frames, however the stream is split.
+
+export const VERSION = 1;
+export const MAX_FRAME = 16 * 1024 * 1024;
+export const HEADER = 9;
+export const STDIN_WINDOW = 65536;
+
+export const T = Object.freeze({
+  HELLO: 0x01, SPAWN: 0x02, STDIN: 0x03, STDIN_END: 0x04, KILL: 0x05, CREDIT: 0x06, CLOSE: 0x07,
+  S_HELLO: 0x41, SPAWNED: 0x42, SPAWN_ERROR: 0x43, DATA: 0x44, END: 0x45, WROTE: 0x46,
+  EXIT: 0x47, KILL_ERROR: 0x48, FATAL: 0x4f,
+});
+
+export const FLAG_DETACHED = 1;
+export const FLAG_SET_UID = 2;
+export const FLAG_SET_GID = 4;
+
+export const STDIO_PIPE = 0;
+export const STDIO_IGNORE = 1;
+/** stdio mode for "the server's own fd n" (n = 0..2), i.e. 'inherit' / an integer. */
+export const stdioFd = (n) => 2 + n;
+
+export class ProtocolError extends Error {}
+
+function header(type, id, payloadLength) {
+  const buf = Buffer.allocUnsafe(HEADER + payloadLength);
+  buf.writeUInt32LE(5 + payloadLength, 0);
+  buf[4] = type;
+  buf.writeUInt32LE(id, 5);
+  return buf;
+}
+
+function u32Frame(type, id, ...values) {
+  const buf = header(type, id, 4 * values.length);
+  values.forEach((v, i) => buf.writeUInt32LE(v >>> 0, HEADER + 4 * i));
+  return buf;
+}
+
+function i32Frame(type, id, ...values) {
+  const buf = header(type, id, 4 * values.length);
+  values.forEach((v, i) => buf.writeInt32LE(v, HEADER + 4 * i));
+  return buf;
+}
+
+function bytesFrame(type, id, prefix, data) {
+  const pre = prefix === undefined ? 0 : 1;
+  const buf = header(type, id, pre + data.length);
+  if (pre) buf[HEADER] = prefix;
+  buf.set(data, HEADER + pre);
+  return buf;
+}
+
+function strFrame(type, id, i32s, str) {
+  const len = Buffer.byteLength(str);
+  const buf = header(type, id, 4 * i32s.length + 4 + len);
+  let off = HEADER;
+  for (const v of i32s) off = buf.writeInt32LE(v, off);
+  off = buf.writeUInt32LE(len, off);
+  buf.write(str, off);
+  return buf;
+}
+
+export const encodeHello = (version = VERSION) => u32Frame(T.HELLO, 0, version);
+export const encodeStdin = (id, data) => bytesFrame(T.STDIN, id, undefined, data);
+export const encodeStdinEnd = (id) => header(T.STDIN_END, id, 0);
+export const encodeKill = (id, signal) => u32Frame(T.KILL, id, signal);
+export const encodeCredit = (id, fd, bytes) => {
+  const buf = header(T.CREDIT, id, 5);
+  buf[HEADER] = fd;
+  buf.writeUInt32LE(bytes, HEADER + 1);
+  return buf;
+};
+export const encodeClose = (id, fd) => bytesFrame(T.CLOSE, id, fd, Buffer.alloc(0));
+
+export const encodeServerHello = (version, pid) => u32Frame(T.S_HELLO, 0, version, pid);
+export const encodeSpawned = (id, pid) => u32Frame(T.SPAWNED, id, pid);
+export const encodeSpawnError = (id, errno, syscall) => strFrame(T.SPAWN_ERROR, id, [errno], syscall);
+export const encodeData = (id, fd, data) => bytesFrame(T.DATA, id, fd, data);
+export const encodeEnd = (id, fd, errno) => {
+  const buf = header(T.END, id, 5);
+  buf[HEADER] = fd;
+  buf.writeInt32LE(errno, HEADER + 1);
+  return buf;
+};
+export const encodeWrote = (id, bytes) => u32Frame(T.WROTE, id, bytes);
+export const encodeExit = (id, code, signal) => i32Frame(T.EXIT, id, code, signal);
+export const encodeKillError = (id, errno) => i32Frame(T.KILL_ERROR, id, errno);
+export const encodeFatal = (message) => strFrame(T.FATAL, 0, [], message);
+
+/**
+ * SPAWN frame. `req` is the normalized request: { flags, uid, gid, window,
+ * stdio: [m0, m1, m2], file, cwd, argv: string[], env: string[] }.
+ */
+export function encodeSpawn(id, req) {
+  const strings = [req.file, req.cwd, ...req.argv, ...req.env];
+  let size = 16 + 3 + 8;
+  const lengths = new Array(strings.length);
+  for (let i = 0; i < strings.length; i++) {
+    lengths[i] = Buffer.byteLength(strings[i]);
+    size += 4 + lengths[i];
+  }
+  const buf = header(T.SPAWN, id, size);
+  let off = HEADER;
+  off = buf.writeUInt32LE(req.flags >>> 0, off);
+  off = buf.writeUInt32LE(req.uid >>> 0, off);
+  off = buf.writeUInt32LE(req.gid >>> 0, off);
+  off = buf.writeUInt32LE(req.window >>> 0, off);
+  buf[off++] = req.stdio[0];
+  buf[off++] = req.stdio[1];
+  buf[off++] = req.stdio[2];
+  const putString = (i) => {
+    off = buf.writeUInt32LE(lengths[i], off);
+    off += buf.write(strings[i], off, lengths[i]);
+  };
+  putString(0);
+  putString(1);
+  off = buf.writeUInt32LE(req.argv.length, off);
+  for (let i = 0; i < req.argv.length; i++) putString(2 + i);
+  off = buf.writeUInt32LE(req.env.length, off);
+  for (let i = 0; i < req.env.length; i++) putString(2 + req.argv.length + i);
+  return buf;
+}
+
+/** Reads a frame's payload field by field; any misfit throws ProtocolError. */
+class Reader {
+  constructor(buf, start, end) {
+    this.buf = buf;
+    this.off = start;
+    this.end = end;
+  }
+  need(n) {
+    if (this.end - this.off < n) throw new ProtocolError('truncated payload');
+  }
+  u8() { this.need(1); return this.buf[this.off++]; }
+  u32() { this.need(4); const v = this.buf.readUInt32LE(this.off); this.off += 4; return v; }
+  i32() { this.need(4); const v = this.buf.readInt32LE(this.off); this.off += 4; return v; }
+  bytes(n) { this.need(n); const v = this.buf.subarray(this.off, this.off + n); this.off += n; return v; }
+  rest() { return this.bytes(this.end - this.off); }
+  str() {
+    const b = this.bytes(this.u32());
+    if (b.includes(0)) throw new ProtocolError('NUL byte in string');
+    return b.toString();
+  }
+  done() {
+    if (this.off !== this.end) throw new ProtocolError('trailing bytes in payload');
+  }
+}
+
+function fdField(r, allowed) {
+  const fd = r.u8();
+  if (!allowed.includes(fd)) throw new ProtocolError(`bad fd ${fd}`);
+  return fd;
+}
+
+function nonEmpty(r) {
+  const data = r.rest();
+  if (data.length === 0) throw new ProtocolError('empty data');
+  return data;
+}
+
+function decodeSpawn(r, msg) {
+  msg.flags = r.u32();
+  msg.uid = r.u32();
+  msg.gid = r.u32();
+  msg.window = r.u32();
+  msg.stdio = [r.u8(), r.u8(), r.u8()];
+  msg.file = r.str();
+  msg.cwd = r.str();
+  const argc = r.u32();
+  if (argc < 1) throw new ProtocolError('argc must be at least 1');
+  msg.argv = [];
+  for (let i = 0; i < argc; i++) msg.argv.push(r.str());
+  const envc = r.u32();
+  msg.env = [];
+  for (let i = 0; i < envc; i++) msg.env.push(r.str());
+}
+
+const payloadDecoders = {
+  [T.HELLO]: (r, m) => { m.version = r.u32(); },
+  [T.SPAWN]: decodeSpawn,
+  [T.STDIN]: (r, m) => { m.data = nonEmpty(r); },
+  [T.STDIN_END]: () => {},
+  [T.KILL]: (r, m) => { m.signal = r.u32(); },
+  [T.CREDIT]: (r, m) => {
+    m.fd = fdField(r, [1, 2]);
+    m.bytes = r.u32();
+    if (m.bytes === 0) throw new ProtocolError('zero credit');
+  },
+  [T.CLOSE]: (r, m) => { m.fd = fdField(r, [0, 1, 2]); },
+  [T.S_HELLO]: (r, m) => { m.version = r.u32(); m.pid = r.u32(); },
+  [T.SPAWNED]: (r, m) => { m.pid = r.u32(); },
+  [T.SPAWN_ERROR]: (r, m) => { m.errno = r.i32(); m.syscall = r.str(); },
+  [T.DATA]: (r, m) => { m.fd = fdField(r, [1, 2]); m.data = nonEmpty(r); },
+  [T.END]: (r, m) => { m.fd = fdField(r, [0, 1, 2]); m.errno = r.i32(); },
+  [T.WROTE]: (r, m) => { m.bytes = r.u32(); },
+  [T.EXIT]: (r, m) => { m.code = r.i32(); m.signal = r.i32(); },
+  [T.KILL_ERROR]: (r, m) => { m.errno = r.i32(); },
+  [T.FATAL]: (r, m) => { m.message = r.str(); },
+};
+
+/** Decodes one frame at buf[start..end) (header included) into a message object. */
+export function decodeFrame(buf, start, end) {
+  const type = buf[start + 4];
+  const decode = payloadDecoders[type];
+  if (decode === undefined) throw new ProtocolError(`unknown frame type 0x${type.toString(16)}`);
+  const msg = { type, id: buf.readUInt32LE(start + 5) };
+  const r = new Reader(buf, start + HEADER, end);
+  decode(r, msg);
+  r.done();
+  return msg;
+}
+
+/**
+ * Incremental decoder: push() chunks as they arrive, get complete messages
+ * through `onMessage`. A malformed stream throws ProtocolError from push().
+ */
+export class Decoder {
+  constructor(onMessage) {
+    this.onMessage = onMessage;
+    this.parts = [];
+    this.size = 0;
+    this.need = 4;
+  }
+
+  push(chunk) {
+    // Frames split over many chunks are joined once, when complete, so that
+    // decoding stays linear in the bytes received.
+    if (this.parts.length > 0) {
+      this.parts.push(chunk);
+      this.size += chunk.length;
+      if (this.size < this.need) return;
+      chunk = Buffer.concat(this.parts, this.size);
+      this.parts = [];
+      this.size = 0;
+    }
+    let off = 0;
+    this.need = 4;
+    while (chunk.length - off >= 4) {
+      const len = chunk.readUInt32LE(off);
+      if (len < 5 || len > MAX_FRAME) throw new ProtocolError(`bad frame length ${len}`);
+      if (chunk.length - off - 4 < len) {
+        this.need = 4 + len;
+        break;
+      }
+      this.onMessage(decodeFrame(chunk, off, off + 4 + len));
+      off += 4 + len;
+    }
+    if (off < chunk.length) {
+      this.parts.push(chunk.subarray(off));
+      this.size = chunk.length - off;
+    }
+  }
+}

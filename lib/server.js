@@ -1,0 +1,133 @@
+// One spawn server: starts the native binary with a private socketpair on
+// its fd 3, speaks the protocol, and routes each frame to the child it names.
+import { spawn as nodeSpawn } from 'node:child_process';
+import { debuglog } from 'node:util';
+import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION } from './protocol.js';
+
+const debug = debuglog('spawnpool');
+
+// The server keeps only what it needs from our environment: sanitizer and
+// debug switches. Children get their env in each SPAWN, never the server's.
+const passEnv = (env) => Object.fromEntries(Object.entries(env).filter(([k]) =>
+  k.startsWith('SPAWND_') || k.endsWith('SAN_OPTIONS')));
+
+export class Server {
+  /**
+   * Starts the binary now; frames may be sent at once (the server reads them
+   * after the handshake). `onGone(server, error)` is called once when it dies.
+   */
+  constructor(binary, onGone) {
+    this.children = new Map();
+    this.nextId = 1;
+    this.refs = 0;
+    this.pid = undefined;
+    this.gone = false;
+    this.onGone = onGone;
+    this.queue = [];
+    this.queued = false;
+    this.decoder = new Decoder((msg) => this.dispatch(msg));
+
+    // Inherited stdio is what 'inherit' and stdio 0-2 give the children.
+    this.proc = nodeSpawn(binary, [String(process.pid)], {
+      stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+      env: passEnv(process.env),
+    });
+    this.proc.on('error', (err) => this.die(err));
+    this.proc.on('exit', (code, signal) => {
+      this.exitStatus = signal ?? code;
+    });
+    this.socket = this.proc.stdio[3];
+    this.socket.on('data', (chunk) => this.onData(chunk));
+    this.socket.on('error', (err) => this.die(err));
+    this.socket.on('close', () => this.die());
+    this.proc.unref();
+    this.socket.unref();
+    this.send(encodeHello());
+  }
+
+  get inFlight() {
+    return this.children.size;
+  }
+
+  /** Queues a frame; all frames of one tick leave in one write. */
+  send(frame) {
+    if (this.gone) return;
+    this.queue.push(frame);
+    if (!this.queued) {
+      this.queued = true;
+      process.nextTick(() => this.flush());
+    }
+  }
+
+  flush() {
+    this.queued = false;
+    if (this.gone || this.queue.length === 0) return;
+    const data = this.queue.length === 1 ? this.queue[0] : Buffer.concat(this.queue);
+    this.queue = [];
+    this.socket.write(data);
+  }
+
+  /** Sends a SPAWN for `child`; returns the request id. */
+  spawn(child, request) {
+    const id = this.nextId;
+    this.nextId = this.nextId === 0xffffffff ? 1 : this.nextId + 1;
+    this.children.set(id, child);
+    this.send(encodeSpawn(id, request));
+    return id;
+  }
+
+  /** The child is done on the wire: its id may be forgotten. */
+  release(id) {
+    this.children.delete(id);
+  }
+
+  /** A running child wants the event loop kept alive (or not any more). */
+  ref() {
+    if (this.refs++ === 0 && !this.gone) this.socket.ref();
+  }
+
+  unref() {
+    if (--this.refs === 0 && !this.gone) this.socket.unref();
+  }
+
+  onData(chunk) {
+    try {
+      this.decoder.push(chunk);
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) throw err;
+      this.die(err);
+    }
+  }
+
+  dispatch(msg) {
+    if (msg.id === 0) {
+      if (msg.type === T.S_HELLO) {
+        if (msg.version !== VERSION) throw new ProtocolError(`server speaks protocol ${msg.version}, not ${VERSION}`);
+        this.pid = msg.pid;
+      } else if (msg.type === T.FATAL) {
+        throw new ProtocolError(`server reported: ${msg.message}`);
+      }
+      return;
+    }
+    const child = this.children.get(msg.id);
+    if (child !== undefined) child._onMessage(msg);
+  }
+
+  /** The server is gone (exit, crash or protocol error): fail its children once. */
+  die(cause) {
+    if (this.gone) return;
+    this.gone = true;
+    debug('server %d gone: %s', this.pid, cause?.message ?? 'socket closed');
+    this.queue = [];
+    if (!this.socket.destroyed) this.socket.destroy();
+    const orphans = [...this.children.values()];
+    this.children.clear();
+    this.onGone(this, cause, orphans);
+  }
+
+  /** Closes the connection; the server exits at EOF. */
+  close() {
+    this.flush();
+    this.socket.end();
+  }
+}

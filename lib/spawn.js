@@ -1,0 +1,91 @@
+// spawn(): Node's lib/child_process.js spawn(), with the process started by
+// a pool server. What a server cannot serve goes to node:child_process.
+import { spawn as nodeSpawn } from 'node:child_process';
+import { addAbortListener } from 'node:events';
+import { ChildProcess } from './child-process.js';
+import {
+  normalizeSpawnArguments, validateTimeout, validateAbortSignal, sanitizeKillSignal, planStdio, resolveCwd,
+} from './options.js';
+import { FLAG_DETACHED, FLAG_SET_UID, FLAG_SET_GID } from './protocol.js';
+import { AbortError } from './errors.js';
+
+function toRequest(norm, plan, window) {
+  const { options } = norm;
+  let flags = 0;
+  if (options.detached) flags |= FLAG_DETACHED;
+  if (options.uid != null) flags |= FLAG_SET_UID;
+  if (options.gid != null) flags |= FLAG_SET_GID;
+  return {
+    flags,
+    uid: options.uid ?? 0,
+    gid: options.gid ?? 0,
+    window,
+    stdio: plan.modes,
+    file: norm.file,
+    cwd: resolveCwd(norm.cwd),
+    argv: norm.args.map(String),
+    env: norm.envPairs,
+  };
+}
+
+function abortChildProcess(child, killSignal, reason) {
+  try {
+    if (child.kill(killSignal)) child.emit('error', new AbortError(undefined, { cause: reason }));
+  } catch (err) {
+    child.emit('error', err);
+  }
+}
+
+/** Node's timeout / killSignal / AbortSignal wiring, shared by both spawn paths. */
+function superviseChild(child, options, killSignal) {
+  if (options.timeout > 0) {
+    let timer = setTimeout(() => {
+      if (timer) {
+        try {
+          child.kill(killSignal);
+        } catch (err) {
+          child.emit('error', err);
+        }
+        timer = null;
+      }
+    }, options.timeout);
+    child.once('exit', () => {
+      if (timer) {
+        clearTimeout(timer);
+        timer = null;
+      }
+    });
+  }
+  const signal = options.signal;
+  if (signal) {
+    const onAbort = () => abortChildProcess(child, killSignal, signal.reason);
+    if (signal.aborted) {
+      process.nextTick(onAbort);
+    } else {
+      const disposable = addAbortListener(signal, onAbort);
+      child.once('exit', () => disposable[Symbol.dispose]());
+    }
+  }
+}
+
+/** Builds spawn() over a pool (`getPool()` is called at the first spawn). */
+export function createSpawn(getPool) {
+  return function spawn(file, args, options) {
+    const norm = normalizeSpawnArguments(file, args, options);
+    const opts = norm.options;
+    validateTimeout(opts.timeout);
+    validateAbortSignal(opts.signal, 'options.signal');
+    const killSignal = sanitizeKillSignal(opts.killSignal);
+    const plan = planStdio(opts.stdio);
+    const pool = getPool();
+    if (plan === null || pool.unavailable !== null) {
+      pool.counters.fallbacks++;
+      return nodeSpawn(file, args, options);
+    }
+    const child = new ChildProcess();
+    const request = toRequest(norm, plan, pool.window);
+    child._spawn(pool.pick(), request, plan.length, (ms) => pool.recordSpawn(ms));
+    superviseChild(child, opts, killSignal);
+    return child;
+  };
+}

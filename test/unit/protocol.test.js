@@ -1,0 +1,133 @@
+// Golden frames shared with the C unit test (docs/protocol.md, "Test vectors"):
+// each is decoded, checked field by field, re-encoded and compared byte for byte.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import * as P from '../../lib/protocol.js';
+
+const dir = fileURLToPath(new URL('../fixtures/frames/', import.meta.url));
+const names = readdirSync(dir).filter((f) => f.endsWith('.hex')).map((f) => f.slice(0, -4)).sort();
+
+const typeNames = { ...P.T, HELLO: undefined, S_HELLO: undefined };
+const hexBytes = (text) => Buffer.from(text.split('\n').filter((l) => !l.trim().startsWith('#')).join('').replace(/\s+/g, ''), 'hex');
+
+function unquote(text) {
+  assert.match(text, /^".*"$/s, `not a quoted string: ${text}`);
+  const bytes = [];
+  const body = text.slice(1, -1);
+  for (let i = 0; i < body.length; i++) {
+    if (body[i] === '\\' && body[i + 1] === 'x') {
+      bytes.push(parseInt(body.slice(i + 2, i + 4), 16));
+      i += 3;
+    } else {
+      bytes.push(body.charCodeAt(i));
+    }
+  }
+  return Buffer.from(bytes);
+}
+
+const LISTS = new Set(['argv', 'env']);
+const BYTES = new Set(['data']);
+
+function parseFields(text) {
+  const fields = {};
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const space = line.indexOf(' ');
+    const key = space === -1 ? line : line.slice(0, space);
+    const value = space === -1 ? '' : line.slice(space + 1).trim();
+    let parsed;
+    if (key === 'type' || key === 'error') parsed = value;
+    else if (value.startsWith('"')) parsed = BYTES.has(key) ? unquote(value) : unquote(value).toString();
+    else if (key === 'stdio') parsed = value.split(/\s+/).map(Number);
+    else parsed = Number(value);
+    if (LISTS.has(key)) (fields[key] ??= []).push(parsed);
+    else fields[key] = parsed;
+  }
+  return fields;
+}
+
+function typeCode(fields) {
+  if (fields.type === 'HELLO') return 'pid' in fields ? P.T.S_HELLO : P.T.HELLO;
+  const code = typeNames[fields.type];
+  assert.notEqual(code, undefined, `unknown type name ${fields.type}`);
+  return code;
+}
+
+function encode(f) {
+  const id = f.id;
+  switch (typeCode(f)) {
+    case P.T.HELLO: return P.encodeHello(f.version);
+    case P.T.SPAWN: return P.encodeSpawn(id, { ...f, argv: f.argv ?? [], env: f.env ?? [] });
+    case P.T.STDIN: return P.encodeStdin(id, f.data);
+    case P.T.STDIN_END: return P.encodeStdinEnd(id);
+    case P.T.KILL: return P.encodeKill(id, f.signal);
+    case P.T.CREDIT: return P.encodeCredit(id, f.fd, f.bytes);
+    case P.T.CLOSE: return P.encodeClose(id, f.fd);
+    case P.T.S_HELLO: return P.encodeServerHello(f.version, f.pid);
+    case P.T.SPAWNED: return P.encodeSpawned(id, f.pid);
+    case P.T.SPAWN_ERROR: return P.encodeSpawnError(id, f.errno, f.syscall);
+    case P.T.DATA: return P.encodeData(id, f.fd, f.data);
+    case P.T.END: return P.encodeEnd(id, f.fd, f.errno);
+    case P.T.WROTE: return P.encodeWrote(id, f.bytes);
+    case P.T.EXIT: return P.encodeExit(id, f.code, f.signal);
+    case P.T.KILL_ERROR: return P.encodeKillError(id, f.errno);
+    case P.T.FATAL: return P.encodeFatal(f.message);
+    default: throw new Error(`no encoder for ${f.type}`);
+  }
+}
+
+function decodeAll(bytes) {
+  const out = [];
+  new P.Decoder((m) => out.push(m)).push(bytes);
+  return out;
+}
+
+test('golden frames exist for every message type', () => {
+  const seen = new Set(names.filter((n) => !n.startsWith('bad-'))
+    .map((n) => typeCode(parseFields(readFileSync(`${dir}${n}.fields`, 'utf8')))));
+  for (const [name, code] of Object.entries(P.T)) assert.ok(seen.has(code), `no vector for ${name}`);
+});
+
+for (const name of names) {
+  const bytes = hexBytes(readFileSync(`${dir}${name}.hex`, 'utf8'));
+  const fields = parseFields(readFileSync(`${dir}${name}.fields`, 'utf8'));
+  if (name.startsWith('bad-')) {
+    test(`rejects ${name} (${fields.error})`, () => {
+      assert.throws(() => decodeAll(bytes), P.ProtocolError);
+    });
+    continue;
+  }
+  test(`decodes and re-encodes ${name}`, () => {
+    const msgs = decodeAll(bytes);
+    assert.equal(msgs.length, 1);
+    const msg = msgs[0];
+    assert.equal(msg.type, typeCode(fields));
+    for (const [key, value] of Object.entries(fields)) {
+      if (key === 'type') continue;
+      const got = msg[key];
+      if (Buffer.isBuffer(value)) assert.ok(value.equals(got), `${key}: ${got?.toString('hex')}`);
+      else assert.deepEqual(got, value, key);
+    }
+    assert.deepEqual(encode(fields), bytes);
+  });
+}
+
+test('a stream split at every byte decodes to the same frames', () => {
+  const frames = names.filter((n) => !n.startsWith('bad-')).map((n) => hexBytes(readFileSync(`${dir}${n}.hex`, 'utf8')));
+  const stream = Buffer.concat(frames);
+  const whole = decodeAll(stream);
+  const pieces = [];
+  const decoder = new P.Decoder((m) => pieces.push(m));
+  for (let i = 0; i < stream.length; i++) decoder.push(stream.subarray(i, i + 1));
+  assert.equal(whole.length, frames.length);
+  assert.deepEqual(pieces, whole);
+});
+
+test('a frame larger than MAX_FRAME is refused before it is buffered', () => {
+  const header = Buffer.alloc(9);
+  header.writeUInt32LE(P.MAX_FRAME + 1, 0);
+  assert.throws(() => decodeAll(header), /bad frame length/);
+});
