@@ -4,7 +4,6 @@
 // match node:child_process byte for byte. Quirks are kept on purpose: code
 // written against Node depends on them (see the comments where they occur).
 import { Buffer } from 'node:buffer';
-import { constants as osConstants } from 'node:os';
 import { promisify, getSystemErrorName } from 'node:util';
 import {
   genericNodeError,
@@ -12,12 +11,11 @@ import {
   invalidArgValue,
   maxBufferExceeded,
   outOfRange,
-  unknownSignal,
 } from './errors.js';
+import { validateTimeout, sanitizeKillSignal } from './options.js';
 
 const MAX_BUFFER = 1024 * 1024;
 const kEmptyObject = Object.freeze({ __proto__: null });
-const signalNames = new Map(Object.entries(osConstants.signals).map(([name, num]) => [num, name]));
 // Node 22 named the promise forms after the function (assignFunctionName);
 // Node 20 left them anonymous. Follow the running Node.
 const namePromiseForms = Number(process.versions.node.split('.')[0]) >= 22;
@@ -33,7 +31,7 @@ export function createExec(spawn) {
     ({ file, args, options, callback } = normalizeExecFileArgs(file, args, options, callback));
     options = withExecFileDefaults(options);
     const child = spawn(file, args, spawnOptions(options));
-    return superviseChild(child, file, args, options, callback);
+    return bufferOutput(child, file, args, options, callback);
   }
 
   definePromiseForm(exec);
@@ -116,7 +114,7 @@ function spawnOptions(options) {
   };
 }
 
-function superviseChild(child, file, args, options, callback) {
+function bufferOutput(child, file, args, options, callback) {
   const run = {
     child,
     file,
@@ -277,30 +275,8 @@ function validateFunction(value, name) {
   if (typeof value !== 'function') throw invalidArgType(name, 'Function', value);
 }
 
-function validateTimeout(timeout) {
-  if (timeout != null && !(Number.isInteger(timeout) && timeout >= 0)) {
-    throw outOfRange('timeout', 'an unsigned integer', timeout);
-  }
-}
-
 function validateMaxBuffer(maxBuffer) {
   if (maxBuffer != null && !(typeof maxBuffer === 'number' && maxBuffer >= 0)) {
     throw outOfRange('options.maxBuffer', 'a positive number', maxBuffer);
   }
-}
-
-// Returns the signal number (Node's convertToValidSignal), or undefined.
-function sanitizeKillSignal(killSignal) {
-  if (typeof killSignal === 'string' || typeof killSignal === 'number') return toSignalNumber(killSignal);
-  if (killSignal != null) throw invalidArgType('options.killSignal', ['string', 'number'], killSignal);
-  return undefined;
-}
-
-function toSignalNumber(signal) {
-  if (typeof signal === 'number' && signalNames.has(signal)) return signal;
-  if (typeof signal === 'string') {
-    const number = osConstants.signals[signal.toUpperCase()];
-    if (number) return number;
-  }
-  throw unknownSignal(signal);
 }

@@ -18,7 +18,7 @@ async function spawnUnderTest() {
   const index = new URL('../../lib/index.js', import.meta.url);
   if (process.env.SPAWNPOOL_DIFF_SPAWN !== 'node' && existsSync(index)) {
     const mod = await import(index);
-    if (typeof mod.spawn === 'function') return { spawn: mod.spawn, label: 'spawnpool' };
+    if (typeof mod.spawn === 'function') return { spawn: mod.spawn, label: 'spawnpool', stats: mod.stats };
   }
   return { spawn: childProcess.spawn, label: 'node:child_process spawn' };
 }
@@ -416,3 +416,11 @@ scenario('exec with a missing cwd: ENOENT naming the shell', (api) => exec(api, 
   assert.deepEqual(r.err.fields.spawnargs, ['-c', 'pwd']);
   assert.equal(r.err.fields.path, '/bin/sh');
 });
+
+// Last, so that a green run that never reached a spawn server (fallbacks to
+// node:child_process) says so in the report.
+if (underTest.stats) {
+  test('spawnpool pool statistics after the suite', (t) => {
+    t.diagnostic(`stats: ${JSON.stringify(underTest.stats())}`);
+  });
+}
