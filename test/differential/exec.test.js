@@ -27,6 +27,7 @@ const underTest = await spawnUnderTest();
 const reference = { exec: childProcess.exec, execFile: childProcess.execFile };
 const candidate = createExec(underTest.spawn);
 const LIMIT = { timeout: 20_000 };
+const CALL_DEADLINE = 8_000;
 
 const scratch = mkdtempSync(join(tmpdir(), 'spawnpool-exec-'));
 writeFileSync(join(scratch, 'not-executable'), 'echo never\n', { mode: 0o644 });
@@ -79,9 +80,16 @@ function observeCall(api, method, args, { events = 'full', during, output = (x) 
     const log = [];
     let result;
     let closed = false;
+    const observation = () => (events ? { ...result, events: log } : result);
     const settle = () => {
-      if (result && closed) resolve(events ? { ...result, events: log } : result);
+      if (result && closed) {
+        clearTimeout(deadline);
+        resolve(observation());
+      }
     };
+    // A call that never completes fails as a diff (what was missing), not as
+    // a bare test timeout; Node finishes every scenario well within this.
+    const deadline = setTimeout(() => resolve({ unfinished: { callback: !!result, close: closed }, ...observation() }), CALL_DEADLINE);
     const child = api[method](...args, (err, stdout, stderr) => {
       log.push('callback');
       result = { err: describeError(err), stdout: output(stdout), stderr: output(stderr), pidType: typeof child.pid };
@@ -213,7 +221,11 @@ scenario('maxBuffer 0 with no output succeeds', (api) => exec(api, 'true', { max
 
 scenario('200 concurrent execFile calls', async (api) => {
   const calls = Array.from({ length: 200 }, (_, i) => new Promise((resolve) => {
-    api.execFile('printf', ['%s', String(i)], (err, stdout, stderr) => resolve([describeError(err), stdout, stderr]));
+    const deadline = setTimeout(() => resolve('unfinished'), CALL_DEADLINE);
+    api.execFile('printf', ['%s', String(i)], (err, stdout, stderr) => {
+      clearTimeout(deadline);
+      resolve([describeError(err), stdout, stderr]);
+    });
   }));
   return Promise.all(calls);
 }, (r) => {
