@@ -1,0 +1,234 @@
+/* The child table: SPAWN -> SPAWNED/SPAWN_ERROR, KILL through the pidfd,
+ * reaping by pidfd (never waitpid(-1)), and forgetting a child once the
+ * client has seen its terminal state. */
+#include "child.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "idmap.h"
+#include "loop.h"
+#include "platform.h"
+#include "protocol.h"
+#include "spawn.h"
+
+#define OWNER(ptr, member) \
+	((struct child *)(void *)((char *)(ptr) - offsetof(struct child, member)))
+
+static struct child *free_list;   /* recycled, never freed (see child.h) */
+static struct child *dead_list;   /* forgotten during this iteration */
+
+int child_init(void)
+{
+	return idmap_reserve();
+}
+
+static struct child *child_alloc(void)
+{
+	struct child *c = free_list;
+
+	if (c)
+		free_list = c->next;
+	else if (!(c = calloc(1, sizeof(*c))))
+		return NULL;
+	c->next = NULL;
+	return c;
+}
+
+static void spawn_error(uint32_t id, int err, const char *syscall)
+{
+	struct sp_msg m = { .type = SP_SPAWN_ERROR, .id = id, .err = err };
+
+	m.data.p = (const uint8_t *)syscall;
+	m.data.n = (uint32_t)strlen(syscall);
+	conn_send(&m);
+}
+
+/* Undoes a started child we cannot track: kill it, reap it, close all. */
+static void abandon(struct spawn_out *o)
+{
+	if (sys_pidfd_send_signal(o->pidfd, SIGKILL) < 0)
+		DBG("pidfd_send_signal: %s", strerror(errno));
+	while (waitpid(o->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	for (int i = 0; i < 3; i++)
+		if (o->fds[i] >= 0)
+			close(o->fds[i]);
+	close(o->pidfd);
+}
+
+/* Registers the pidfd and the stdout/stderr pipes. 0 or -errno. */
+static int watch_child(struct child *c, const struct spawn_out *o)
+{
+	int r = loop_add(o->pidfd, EPOLLIN, &c->pw);
+
+	for (int i = 1; i < 3 && r == 0; i++)
+		if (o->fds[i] >= 0)
+			r = loop_add(o->fds[i], EPOLLIN | EPOLLET, &c->out[i - 1].w);
+	return r;
+}
+
+static void child_spawn(const struct sp_msg *m)
+{
+	struct sp_msg ok = { .type = SP_SPAWNED, .id = m->id };
+	struct spawn_out o;
+	const char *syscall = "spawn";
+	struct child *c;
+	int r;
+
+	if (m->id == 0)
+		conn_fatal("SPAWN with id 0");
+	if (idmap_get(m->id))
+		conn_fatal("SPAWN id already in use");
+	if (idmap_reserve() < 0 || !(c = child_alloc())) {
+		spawn_error(m->id, ENOMEM, "malloc");
+		return;
+	}
+	r = spawn_start(m, &o, &syscall);
+	if (r == 0 && (r = watch_child(c, &o)) < 0) {
+		abandon(&o);
+		syscall = "epoll_ctl";
+	}
+	if (r < 0) {
+		c->next = free_list;
+		free_list = c;
+		spawn_error(m->id, -r, syscall);
+		return;
+	}
+	c->pw.kind = W_PIDFD;
+	c->iw.kind = W_STDIN;
+	c->id = m->id;
+	c->pid = o.pid;
+	c->pidfd = o.pidfd;
+	c->in_fd = o.fds[0];
+	c->in_watched = c->in_end = 0;
+	stream_start(&c->out[0], c, 1, o.fds[1], m->window);
+	stream_start(&c->out[1], c, 2, o.fds[2], m->window);
+	idmap_put(c);
+	ok.pid = (uint32_t)o.pid;
+	conn_send(&ok);
+}
+
+static void child_kill(struct child *c, uint32_t sig)
+{
+	struct sp_msg m = { .type = SP_KILL_ERROR, .id = c->id };
+
+	if (c->pidfd < 0)
+		return;         /* reaped: the pid may belong to someone else now */
+	if (sys_pidfd_send_signal(c->pidfd, (int)sig) == 0 || errno == ESRCH)
+		return;
+	m.err = errno;
+	conn_send(&m);
+}
+
+static void child_close(struct child *c, uint8_t fd)
+{
+	if (fd == 0)
+		stdin_close(c);
+	else
+		stream_close(&c->out[fd - 1]);
+}
+
+void child_dispatch(const struct sp_msg *m)
+{
+	struct child *c;
+
+	if (m->type == SP_SPAWN) {
+		child_spawn(m);
+		return;
+	}
+	/* Unknown ids are late frames racing with the child's end: ignored. */
+	if (!(c = idmap_get(m->id)))
+		return;
+	switch (m->type) {
+	case SP_STDIN: stdin_write(c, m->data.p, m->data.n); break;
+	case SP_STDIN_END: stdin_end(c); break;
+	case SP_KILL: child_kill(c, m->signal); break;
+	case SP_CREDIT: stream_credit(&c->out[m->fd - 1], m->bytes); break;
+	case SP_CLOSE: child_close(c, m->fd); break;
+	default: break;
+	}
+}
+
+static void exit_status(const siginfo_t *si, int32_t *code, int32_t *sig)
+{
+	if (si->si_code == CLD_EXITED) {
+		*code = si->si_status;
+		*sig = 0;
+	} else {
+		*code = -1;
+		*sig = si->si_status;
+	}
+}
+
+static void child_reap(struct child *c)
+{
+	struct sp_msg m = { .type = SP_EXIT, .id = c->id };
+	siginfo_t si;
+	int r;
+
+	if (c->pidfd < 0)
+		return;
+	si.si_pid = 0;
+	do
+		r = waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		/* ECHILD cannot happen (SIGCHLD is not SIG_IGN, nobody else
+		 * waits); if it does, report the child as gone. */
+		DBG("waitid(%d): %s", (int)c->pid, strerror(errno));
+		si.si_code = CLD_KILLED;
+		si.si_status = 0;
+	} else if (si.si_pid == 0) {
+		return;         /* not exited yet (a stale event) */
+	}
+	close(c->pidfd);
+	c->pidfd = -1;
+	exit_status(&si, &m.code, &m.sig);
+	conn_send(&m);
+	stdin_close(c);         /* as Node destroys child.stdin at exit */
+	child_maybe_forget(c);
+}
+
+/* Events may be stale: an fd closed during this batch, or one closed just
+ * after a spawn whose exec had not yet dropped its copy of our fds. The
+ * handlers then find a closed fd or nothing to do; a recycled struct gets
+ * at worst one read or waitid that finds nothing. */
+void child_on_event(void *ptr, uint32_t events)
+{
+	struct watch *w = ptr;
+
+	switch (w->kind) {
+	case W_PIDFD: child_reap(OWNER(w, pw)); break;
+	case W_STDIN: stdin_on_event(OWNER(w, iw)); break;
+	case W_OUT: stream_on_event((struct stream *)(void *)w, events); break;
+	default: break;
+	}
+}
+
+void child_maybe_forget(struct child *c)
+{
+	if (c->pidfd >= 0 || c->out[0].fd >= 0 || c->out[1].fd >= 0)
+		return;
+	idmap_del(c->id);
+	c->next = dead_list;
+	dead_list = c;
+}
+
+void child_collect(void)
+{
+	while (dead_list) {
+		struct child *c = dead_list;
+
+		dead_list = c->next;
+		c->next = free_list;
+		free_list = c;
+	}
+}

@@ -1,0 +1,34 @@
+/* The client connection: fd 3, framed input, one batched output buffer. */
+#ifndef SPAWND_CONN_H
+#define SPAWND_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sp_msg;
+
+/* Takes over the socket (non-blocking, registered in the loop with a NULL
+ * pointer). 0 or -errno. */
+int conn_init(int fd);
+
+/* Room for n more output bytes; the caller fills some and conn_commit()s
+ * what it used. Exits (111) if memory runs out. */
+uint8_t *conn_reserve(size_t n);
+void conn_commit(size_t n);
+
+/* Queues one encoded message. */
+void conn_send(const struct sp_msg *m);
+
+/* 1 while child pipes may be read (little output is waiting to be sent). */
+int conn_pipe_room(void);
+
+/* Handles readiness of the socket: reads and dispatches frames, or writes. */
+void conn_on_event(uint32_t events);
+
+/* Writes what the socket takes; called once per loop iteration. */
+void conn_flush(void);
+
+/* Sends FATAL, flushes briefly, exits with status 3. */
+_Noreturn void conn_fatal(const char *why);
+
+#endif

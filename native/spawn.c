@@ -1,0 +1,284 @@
+/* Starting a program: the request is copied into NUL-terminated arrays,
+ * the PATH is searched here, pipes are made, and one
+ * clone(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) runs child_main(), which only
+ * makes raw system calls until execve.
+ *
+ * Why not posix_spawn: uid/gid need this path anyway; glibc's posix_spawn
+ * maps and unmaps a stack per call and makes ~64 sigaction calls in the
+ * child; CLONE_PIDFD hands us the pidfd without a pidfd_open(2). */
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "platform.h"
+#include "protocol.h"
+
+/* Everything child_main needs, prepared by the parent. */
+struct plan {
+	const char *path;       /* what to execve */
+	char **argv;            /* argv[-1] is spare, for the /bin/sh fallback */
+	char **envp;
+	const char *cwd;        /* NULL: the server's */
+	int src[3];             /* fds to put on 0, 1, 2; all >= 3 */
+	uint32_t flags, uid, gid;
+	volatile int err;       /* errno, set by the child when it fails */
+};
+
+static int devnull_r = -1, devnull_rw = -1;
+static int std_copy[3] = { -1, -1, -1 };  /* the server's fds 0-2 at start */
+static char *stack_top;
+static int reset_sigs[_NSIG];             /* not SIG_DFL in the server */
+static int n_reset;
+static char *arena;                       /* strings and pointer arrays */
+static size_t arena_cap;
+static char path_buf[PATH_MAX], path_scratch[PATH_MAX];
+
+/* Kernel-sized sigaction and sigset, all zero: SIG_DFL, no flags, empty. */
+static const unsigned long k_zero[8];
+#define K_SIGSET_SIZE (_NSIG / 8)
+
+/* The vfork child: shares our memory and runs on its own stack while we
+ * wait, so it makes raw system calls only (no libc state, no sanitizer
+ * interceptors) and reports a failure through p->err. */
+__attribute__((noinline, no_sanitize("address", "undefined")))
+static int child_main(void *arg)
+{
+	struct plan *p = arg;
+	int fd;
+
+	for (int i = 0; i < n_reset; i++)
+		syscall(SYS_rt_sigaction, reset_sigs[i], k_zero, NULL, K_SIGSET_SIZE);
+	if ((p->flags & SP_F_DETACHED) && syscall(SYS_setsid) < 0)
+		goto fail;
+	/* Sources are never 0-2 (pipes, /dev/null and the copies of our own
+	 * stdio all live higher), so no dup3 can clobber a later source:
+	 * stdio like [pipe, 2, 1] swaps correctly. */
+	for (fd = 0; fd < 3; fd++)
+		if (syscall(SYS_dup3, p->src[fd], fd, 0) < 0)
+			goto fail;
+	if (p->cwd && syscall(SYS_chdir, p->cwd) < 0)
+		goto fail;
+	if (p->flags & (SP_F_SET_UID | SP_F_SET_GID))
+		syscall(SYS_setgroups, 0, NULL);  /* drop extra groups; EPERM if not root */
+	if ((p->flags & SP_F_SET_GID) && syscall(SYS_setgid, p->gid) < 0)
+		goto fail;
+	if ((p->flags & SP_F_SET_UID) && syscall(SYS_setuid, p->uid) < 0)
+		goto fail;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, k_zero, NULL, K_SIGSET_SIZE);
+	syscall(SYS_execve, p->path, p->argv, p->envp);
+	if (errno == ENOEXEC) {
+		/* Like execvp: a file without #! runs under /bin/sh. */
+		p->argv[-1] = (char *)"/bin/sh";
+		p->argv[0] = (char *)p->path;
+		syscall(SYS_execve, "/bin/sh", p->argv - 1, p->envp);
+	}
+fail:
+	p->err = errno ? errno : EINVAL;
+	syscall(SYS_exit_group, 127);
+	return 127;     /* not reached; glibc's clone would exit with it */
+}
+
+static int find_reset_sigs(void)
+{
+	struct sigaction sa;
+
+	for (int sig = 1; sig < _NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+			continue;       /* glibc-internal signals fail: skip */
+		if (sa.sa_handler != SIG_DFL)
+			reset_sigs[n_reset++] = sig;
+	}
+	return 0;
+}
+
+int spawn_init(const char **what)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *stack;
+
+	*what = "open";
+	devnull_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	devnull_rw = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull_r < 0 || devnull_rw < 0)
+		return -errno;
+	*what = "fcntl";
+	for (int i = 0; i < 3; i++)
+		if ((std_copy[i] = fcntl(i, F_DUPFD_CLOEXEC, 3)) < 0)
+			return -errno;
+	*what = "mmap";
+	stack = mmap(NULL, SPAWND_STACK + (size_t)page, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return -errno;
+	if (mprotect(stack, (size_t)page, PROT_NONE) < 0)    /* guard page */
+		return -errno;
+	stack_top = stack + (size_t)page + SPAWND_STACK;
+	return find_reset_sigs();
+}
+
+static char *copy_str(char **at, struct sp_bytes b)
+{
+	char *s = *at;
+
+	memcpy(s, b.p, b.n);
+	s[b.n] = '\0';
+	*at += b.n + 1;
+	return s;
+}
+
+/* Copies the request into the arena. 0 or -ENOMEM. */
+static int plan_build(const struct sp_msg *m, struct plan *p,
+		      const char **file, const char **path_env)
+{
+	size_t nptr = 1 + m->argv.count + 1 + m->env.count + 1;
+	size_t need = nptr * sizeof(char *) + m->file.n + 1 + m->cwd.n + 1 +
+		      m->argv.raw_len + m->env.raw_len;  /* raw: 4 + len >= len + 1 */
+	const uint8_t *at;
+	struct sp_bytes s;
+	char *str;
+
+	if (need > arena_cap) {
+		free(arena);
+		if (!(arena = malloc(need))) {
+			arena_cap = 0;
+			return -ENOMEM;
+		}
+		arena_cap = need;
+	}
+	p->argv = (char **)(void *)arena + 1;
+	p->envp = p->argv + m->argv.count + 1;
+	str = arena + nptr * sizeof(char *);
+	*file = copy_str(&str, m->file);
+	p->cwd = m->cwd.n ? copy_str(&str, m->cwd) : NULL;
+	at = m->argv.raw;
+	for (uint32_t i = 0; i < m->argv.count; i++) {
+		at = sp_list_next(at, &s);
+		p->argv[i] = copy_str(&str, s);
+	}
+	p->argv[m->argv.count] = NULL;
+	*path_env = NULL;
+	at = m->env.raw;
+	for (uint32_t i = 0; i < m->env.count; i++) {
+		at = sp_list_next(at, &s);
+		p->envp[i] = copy_str(&str, s);
+		if (!*path_env && strncmp(p->envp[i], "PATH=", 5) == 0)
+			*path_env = p->envp[i] + 5;     /* getenv takes the first */
+	}
+	p->envp[m->env.count] = NULL;
+	return 0;
+}
+
+static void close_all(int fds[3])
+{
+	for (int i = 0; i < 3; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+/* A pipe for child fd i: the child's end blocking, ours non-blocking. */
+static int make_pipe(int i, int *child_end, int *server_end,
+		     const char **syscall)
+{
+	int p[2];
+
+	*syscall = "pipe2";
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	*child_end = i == 0 ? p[0] : p[1];
+	*server_end = i == 0 ? p[1] : p[0];
+	*syscall = "fcntl";
+	return fcntl(*server_end, F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+/* Fills p->src from the stdio modes; child_end/server_end get the pipes. */
+static int open_stdio(const uint8_t mode[3], struct plan *p, int child_end[3],
+		      int server_end[3], const char **syscall)
+{
+	int r = 0;
+
+	for (int i = 0; i < 3; i++)
+		child_end[i] = server_end[i] = -1;
+	for (int i = 0; i < 3 && r == 0; i++) {
+		if (mode[i] == SP_IO_PIPE)
+			r = make_pipe(i, &child_end[i], &server_end[i], syscall);
+		p->src[i] = mode[i] == SP_IO_PIPE ? child_end[i]
+			  : mode[i] == SP_IO_IGNORE ? (i ? devnull_rw : devnull_r)
+			  : std_copy[mode[i] - SP_IO_FD0];
+	}
+	if (r < 0) {
+		close_all(child_end);
+		close_all(server_end);
+	}
+	return r;
+}
+
+/* clone with every signal blocked (no handler may run on the child's
+ * borrowed memory); returns the pid, or -errno of clone or of the child. */
+static int start(struct plan *p, int *pidfd)
+{
+	sigset_t all, old;
+	int pid, err;
+
+	sigfillset(&all);
+	if (sigprocmask(SIG_BLOCK, &all, &old) < 0)
+		return -errno;
+	p->err = 0;
+	pid = clone(child_main, stack_top,
+		    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, p, pidfd);
+	err = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return -err;
+	if (p->err == 0)
+		return pid;
+	/* The child has _exited (we resumed at its mm release): reap it. */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(*pidfd);
+	return -p->err;
+}
+
+int spawn_start(const struct sp_msg *m, struct spawn_out *o,
+		const char **syscall)
+{
+	struct plan p;
+	const char *file, *path_env;
+	int child_end[3], r;
+
+	*syscall = "malloc";
+	if ((r = plan_build(m, &p, &file, &path_env)) < 0)
+		return r;
+	p.flags = m->flags;
+	p.uid = m->uid;
+	p.gid = m->gid;
+	*syscall = "spawn";
+	r = path_search(file, path_env, p.cwd, path_buf, path_scratch,
+			sizeof(path_buf), &p.path);
+	if (r < 0)
+		return r;
+	if ((r = open_stdio(m->stdio, &p, child_end, o->fds, syscall)) < 0)
+		return r;
+	r = start(&p, &o->pidfd);
+	close_all(child_end);
+	if (arena_cap > 1024 * 1024) {  /* a huge request: give it back */
+		free(arena);
+		arena = NULL;
+		arena_cap = 0;
+	}
+	*syscall = "spawn";
+	if (r < 0) {
+		close_all(o->fds);
+		return r;
+	}
+	o->pid = r;
+	return 0;
+}

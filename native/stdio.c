@@ -1,0 +1,274 @@
+/* A child's pipes: stdout/stderr forwarded as DATA within the client's
+ * credit, stdin written from STDIN frames with WROTE acknowledgements.
+ *
+ * Pipes are edge-triggered: an event only sets `readable`; reading happens
+ * in streams_pump(), which leaves a stream alone while its credit is zero
+ * (the pipe fills and the child blocks in write(2)) or while the output
+ * buffer is full (a slow client stops all reading: memory stays bounded). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "conn.h"
+#include "loop.h"
+#include "platform.h"
+#include "protocol.h"
+
+static struct stream *ready_head, *ready_tail;
+
+static void ready_push(struct stream *s)
+{
+	if (s->queued)
+		return;
+	s->queued = 1;
+	s->next = NULL;
+	s->prev = ready_tail;
+	if (ready_tail)
+		ready_tail->next = s;
+	else
+		ready_head = s;
+	ready_tail = s;
+}
+
+static void ready_unlink(struct stream *s)
+{
+	if (!s->queued)
+		return;
+	s->queued = 0;
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		ready_head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		ready_tail = s->prev;
+}
+
+static void ready_update(struct stream *s)
+{
+	if (s->fd >= 0 && s->readable && s->credit > 0)
+		ready_push(s);
+	else
+		ready_unlink(s);
+}
+
+void stream_start(struct stream *s, struct child *c, int which, int fd,
+		  uint32_t window)
+{
+	s->w.kind = W_OUT;
+	s->which = (uint8_t)which;
+	s->readable = 0;
+	s->hup = 0;
+	s->queued = 0;
+	s->fd = fd;
+	s->credit = window;
+	s->c = c;
+}
+
+void stream_on_event(struct stream *s, uint32_t events)
+{
+	s->readable = 1;
+	/* The writer has closed: EOF waits behind the data, and no further
+	 * edge will announce it. */
+	if (events & (EPOLLHUP | EPOLLERR))
+		s->hup = 1;
+	ready_update(s);
+}
+
+void stream_credit(struct stream *s, uint32_t bytes)
+{
+	s->credit += bytes;
+	ready_update(s);
+}
+
+void stream_close(struct stream *s)
+{
+	if (s->fd < 0)
+		return;
+	ready_unlink(s);
+	close(s->fd);           /* also leaves the epoll set */
+	s->fd = -1;
+	child_maybe_forget(s->c);
+}
+
+/* END (errno 0 at EOF, else the read error), then close. */
+static void stream_end(struct stream *s, int err)
+{
+	struct sp_msg m = { .type = SP_END, .id = s->c->id, .fd = s->which,
+			    .err = err };
+
+	conn_send(&m);
+	stream_close(s);
+}
+
+/* One read of at most min(credit, 64 KiB), straight into the output buffer. */
+static void stream_read(struct stream *s)
+{
+	size_t want = s->credit < SPAWND_PIPE_CHUNK ? (size_t)s->credit
+						     : SPAWND_PIPE_CHUNK;
+	uint8_t *dst = conn_reserve(SP_DATA_HDR + want);
+	ssize_t n;
+
+	do
+		n = read(s->fd, dst + SP_DATA_HDR, want);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		sp_put_data_hdr(dst, s->c->id, s->which, (uint32_t)n);
+		conn_commit(SP_DATA_HDR + (size_t)n);
+		s->credit -= (size_t)n;
+		/* A short read emptied the pipe: the next write is a new edge
+		 * (unless the writer has gone: then read on to EOF). */
+		if ((size_t)n < want && !s->hup)
+			s->readable = 0;
+	} else if (n == 0) {
+		stream_end(s, 0);
+	} else if (errno == EAGAIN) {
+		s->readable = 0;
+	} else {
+		stream_end(s, errno);
+	}
+	ready_update(s);
+}
+
+void streams_pump(void)
+{
+	struct stream *last = ready_tail, *s;
+
+	/* One chunk per stream per round, so one chatty child cannot starve
+	 * the others; streams still ready go back to the tail. */
+	while ((s = ready_head) && conn_pipe_room()) {
+		ready_unlink(s);
+		stream_read(s);
+		if (s == last)
+			break;
+	}
+}
+
+int streams_busy(void)
+{
+	return ready_head && conn_pipe_room();
+}
+
+static void wrote(struct child *c, size_t n)
+{
+	struct sp_msg m = { .type = SP_WROTE, .id = c->id, .bytes = (uint32_t)n };
+
+	conn_send(&m);
+}
+
+/* Writing failed (EPIPE when the child closed its stdin): END fd 0. */
+static void stdin_failed(struct child *c, int err)
+{
+	struct sp_msg m = { .type = SP_END, .id = c->id, .fd = 0, .err = err };
+
+	conn_send(&m);
+	stdin_close(c);
+}
+
+/* Writes what the pipe takes; bytes written, or -1 after stdin_failed(). */
+static ssize_t write_some(struct child *c, const uint8_t *p, size_t n)
+{
+	ssize_t w;
+
+	do
+		w = write(c->in_fd, p, n);
+	while (w < 0 && errno == EINTR);
+	if (w < 0 && errno == EAGAIN)
+		return 0;
+	if (w < 0) {
+		stdin_failed(c, errno);
+		return -1;
+	}
+	if (w > 0)
+		wrote(c, (size_t)w);
+	return w;
+}
+
+static void enqueue(struct child *c, const uint8_t *p, size_t n)
+{
+	size_t live = c->qlen - c->qhead;
+
+	if (live + n > SPAWND_STDIN_MAX)
+		conn_fatal("more than 1 MiB of stdin queued for one child");
+	if (c->qcap - c->qlen < n) {
+		memmove(c->q, c->q + c->qhead, live);
+		c->qhead = 0;
+		c->qlen = live;
+	}
+	if (c->qcap - c->qlen < n) {
+		size_t cap = live + n > 2 * c->qcap ? live + n : 2 * c->qcap;
+		uint8_t *q = realloc(c->q, cap);
+
+		if (!q)
+			exit(SPAWND_EXIT_SYSCALL);
+		c->q = q;
+		c->qcap = cap;
+	}
+	memcpy(c->q + c->qlen, p, n);
+	c->qlen += n;
+}
+
+void stdin_write(struct child *c, const uint8_t *p, size_t n)
+{
+	ssize_t w = 0;
+	int r;
+
+	if (c->in_fd < 0)
+		return;         /* not a pipe, closed or failed: discard */
+	if (c->qhead == c->qlen && (w = write_some(c, p, n)) < 0)
+		return;
+	if ((size_t)w == n)
+		return;
+	enqueue(c, p + w, n - (size_t)w);
+	if (c->in_watched)
+		return;
+	/* Registered lazily: most children never fill their stdin pipe. */
+	r = loop_add(c->in_fd, EPOLLOUT | EPOLLET, &c->iw);
+	if (r < 0)
+		stdin_failed(c, -r);
+	else
+		c->in_watched = 1;
+}
+
+void stdin_end(struct child *c)
+{
+	if (c->in_fd < 0)
+		return;
+	if (c->qhead == c->qlen)
+		stdin_close(c);
+	else
+		c->in_end = 1;
+}
+
+void stdin_close(struct child *c)
+{
+	if (c->in_fd >= 0)
+		close(c->in_fd);
+	c->in_fd = -1;
+	c->in_watched = 0;
+	c->in_end = 0;
+	free(c->q);
+	c->q = NULL;
+	c->qhead = c->qlen = c->qcap = 0;
+}
+
+void stdin_on_event(struct child *c)
+{
+	ssize_t w;
+
+	if (c->in_fd < 0 || c->qhead == c->qlen)
+		return;
+	w = write_some(c, c->q + c->qhead, c->qlen - c->qhead);
+	if (w < 0)
+		return;
+	c->qhead += (size_t)w;
+	if (c->qhead < c->qlen)
+		return;
+	c->qhead = c->qlen = 0;
+	if (c->in_end)
+		stdin_close(c);
+}
