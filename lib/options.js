@@ -41,6 +41,15 @@ function validateNoNul(value, name) {
 
 const isInt32 = (value) => value === (value | 0);
 
+// Node 24 deprecates args with `shell: true` (DEP0190), once per process.
+let shellArgsWarned = Number(process.versions.node.split('.')[0]) < 24;
+function warnShellArgs() {
+  if (shellArgsWarned) return;
+  shellArgsWarned = true;
+  process.emitWarning('Passing args to a child process with shell option true can lead to security ' +
+    'vulnerabilities, as the arguments are not escaped, only concatenated.', 'DeprecationWarning', 'DEP0190');
+}
+
 function validatedCwd(cwd) {
   if (cwd instanceof URL || (cwd != null && cwd.href !== undefined && cwd.protocol !== undefined)) {
     cwd = fileURLToPath(cwd);
@@ -100,6 +109,7 @@ export function normalizeSpawnArguments(file, args, options) {
 
   if (options.shell) {
     validateNoNul(options.shell, 'options.shell');
+    if (args.length > 0) warnShellArgs();
     const command = [file, ...args].join(' ');
     file = typeof options.shell === 'string' ? options.shell : '/bin/sh';
     args = ['-c', command];

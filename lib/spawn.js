@@ -60,7 +60,10 @@ function superviseChild(child, options, killSignal) {
   if (signal) {
     const onAbort = () => abortChildProcess(child, killSignal, signal.reason);
     if (signal.aborted) {
-      process.nextTick(onAbort);
+      // Node emits 'spawn' (nextTick) before this abort (the next nextTick);
+      // our 'spawn' is later, so wait for it. If the spawn fails, Node's
+      // kill() finds no process and no AbortError is emitted: same here.
+      child.once('spawn', () => process.nextTick(onAbort));
     } else {
       const disposable = addAbortListener(signal, onAbort);
       child.once('exit', () => disposable[Symbol.dispose]());
