@@ -56,8 +56,8 @@ export interface PoolStats {
   size: number;
   /** False when the native server is missing or keeps failing: spawns then use node:child_process. */
   available: boolean;
-  /** Each running server: its pid (null until its handshake) and children in flight. */
-  servers: { pid: number | null; inFlight: number }[];
+  /** Each running server: its pid, whether it has answered the handshake, children in flight. */
+  servers: { pid: number | null; ready: boolean; inFlight: number }[];
   /** Children started and not yet finished, over all servers. */
   inFlight: number;
   /** Children that reached 'spawn'. */

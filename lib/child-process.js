@@ -168,7 +168,7 @@ export class ChildProcess extends EventEmitter {
     }
     this._exited();
     const err = poolError('ERR_SPAWNPOOL_SERVER_DIED',
-      `spawnpool: the spawn server${this._wire.server.pid ? ` (pid ${this._wire.server.pid})` : ''} died while running ${this.spawnfile}`, cause);
+      `spawnpool: the spawn server (pid ${this._wire.server.pid}) died while running ${this.spawnfile}`, cause);
     this._endStreams();
     this.emit('error', err);
     process.nextTick(flushStdio, this);

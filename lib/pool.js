@@ -83,7 +83,7 @@ export class Pool {
     this.counters.lost += orphans.length;
     for (const child of orphans) child._onServerLost(cause);
     if (this.closed) return;
-    if (server.pid === undefined && ++this.startFailures >= MAX_START_FAILURES) {
+    if (!server.ready && ++this.startFailures >= MAX_START_FAILURES) {
       this.markUnavailable('the native server fails to start', cause);
       return;
     }
@@ -124,7 +124,7 @@ export class Pool {
     return {
       size: this.size,
       available: this.unavailable === null,
-      servers: this.servers.map((s) => ({ pid: s.pid ?? null, inFlight: s.inFlight })),
+      servers: this.servers.map((s) => ({ pid: s.pid ?? null, ready: s.ready, inFlight: s.inFlight })),
       inFlight: this.servers.reduce((sum, s) => sum + s.inFlight, 0),
       ...this.counters,
       latency: { p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99) },

@@ -236,20 +236,29 @@ export class Decoder {
       this.size = 0;
     }
     let off = 0;
+    let complete = false;
     this.need = 4;
-    while (chunk.length - off >= 4) {
-      const len = chunk.readUInt32LE(off);
-      if (len < 5 || len > MAX_FRAME) throw new ProtocolError(`bad frame length ${len}`);
-      if (chunk.length - off - 4 < len) {
-        this.need = 4 + len;
-        break;
+    try {
+      while (chunk.length - off >= 4) {
+        const len = chunk.readUInt32LE(off);
+        if (len < 5 || len > MAX_FRAME) throw new ProtocolError(`bad frame length ${len}`);
+        if (chunk.length - off - 4 < len) {
+          this.need = 4 + len;
+          break;
+        }
+        const msg = decodeFrame(chunk, off, off + 4 + len);
+        off += 4 + len;
+        this.onMessage(msg);
       }
-      this.onMessage(decodeFrame(chunk, off, off + 4 + len));
-      off += 4 + len;
-    }
-    if (off < chunk.length) {
-      this.parts.push(chunk.subarray(off));
-      this.size = chunk.length - off;
+      complete = true;
+    } finally {
+      // A throwing onMessage (a user's listener) must not lose the frames
+      // after it: keep them, and let the next push() (even an empty one) go on.
+      if (off < chunk.length) {
+        this.parts.push(chunk.subarray(off));
+        this.size = chunk.length - off;
+        if (!complete) this.need = 0;
+      }
     }
   }
 }

@@ -5,6 +5,7 @@ import { debuglog } from 'node:util';
 import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION } from './protocol.js';
 
 const debug = debuglog('spawnpool');
+const EMPTY = Buffer.alloc(0);
 
 // The server keeps only what it needs from our environment: sanitizer and
 // debug switches. Children get their env in each SPAWN, never the server's.
@@ -20,7 +21,7 @@ export class Server {
     this.children = new Map();
     this.nextId = 1;
     this.refs = 0;
-    this.pid = undefined;
+    this.ready = false;
     this.gone = false;
     this.onGone = onGone;
     this.queue = [];
@@ -36,6 +37,7 @@ export class Server {
     this.proc.on('exit', (code, signal) => {
       this.exitStatus = signal ?? code;
     });
+    this.pid = this.proc.pid;
     this.socket = this.proc.stdio[3];
     this.socket.on('data', (chunk) => this.onData(chunk));
     this.socket.on('error', (err) => this.die(err));
@@ -94,7 +96,12 @@ export class Server {
     try {
       this.decoder.push(chunk);
     } catch (err) {
-      if (!(err instanceof ProtocolError)) throw err;
+      if (!(err instanceof ProtocolError)) {
+        // A user's listener threw: it surfaces as it would under Node, and
+        // the frames after it are still delivered.
+        process.nextTick(() => this.onData(EMPTY));
+        throw err;
+      }
       this.die(err);
     }
   }
@@ -103,7 +110,7 @@ export class Server {
     if (msg.id === 0) {
       if (msg.type === T.S_HELLO) {
         if (msg.version !== VERSION) throw new ProtocolError(`server speaks protocol ${msg.version}, not ${VERSION}`);
-        this.pid = msg.pid;
+        this.ready = true;
       } else if (msg.type === T.FATAL) {
         throw new ProtocolError(`server reported: ${msg.message}`);
       }
@@ -117,7 +124,7 @@ export class Server {
   die(cause) {
     if (this.gone) return;
     this.gone = true;
-    debug('server %d gone: %s', this.pid, cause?.message ?? 'socket closed');
+    debug('server %s gone: %s', this.pid, cause?.message ?? 'socket closed');
     this.queue = [];
     if (!this.socket.destroyed) this.socket.destroy();
     const orphans = [...this.children.values()];

@@ -131,3 +131,17 @@ test('a frame larger than MAX_FRAME is refused before it is buffered', () => {
   header.writeUInt32LE(P.MAX_FRAME + 1, 0);
   assert.throws(() => decodeAll(header), /bad frame length/);
 });
+
+test('a throwing listener loses no frame: the rest is delivered on the next push', () => {
+  const frames = [P.encodeSpawned(1, 10), P.encodeExit(1, 0, 0), P.encodeSpawned(2, 11), P.encodeExit(2, 3, 0)];
+  const seen = [];
+  const decoder = new P.Decoder((m) => {
+    seen.push(`${m.type}/${m.id}`);
+    if (m.type === P.T.EXIT && m.id === 1) throw new Error('listener failed');
+  });
+  const stream = Buffer.concat(frames);
+  assert.throws(() => decoder.push(stream.subarray(0, stream.length - 3)), /listener failed/);
+  decoder.push(Buffer.alloc(0));
+  decoder.push(stream.subarray(stream.length - 3));
+  assert.deepEqual(seen, [`${P.T.SPAWNED}/1`, `${P.T.EXIT}/1`, `${P.T.SPAWNED}/2`, `${P.T.EXIT}/2`]);
+});
