@@ -194,7 +194,7 @@ static void enqueue(struct child *c, const uint8_t *p, size_t n)
 
 	if (live + n > SPAWND_STDIN_MAX)
 		conn_fatal("more than 1 MiB of stdin queued for one child");
-	if (c->qcap - c->qlen < n) {
+	if (c->qcap - c->qlen < n && c->qhead) {
 		memmove(c->q, c->q + c->qhead, live);
 		c->qhead = 0;
 		c->qlen = live;

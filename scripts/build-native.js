@@ -4,8 +4,9 @@
 //
 //   node scripts/build-native.js              native/build/spawnd
 //   node scripts/build-native.js --sanitize   also native/build/spawnd-asan
-//   node scripts/build-native.js --test       also builds and runs the C unit
-//                                             test, plain and sanitized
+//   node scripts/build-native.js --test       also spawnd-asan, and builds and
+//                                             runs the C unit test, plain and
+//                                             sanitized
 //   --force                                   rebuild even if up to date
 //
 // $CC picks the compiler (default: cc, then gcc, then clang); $CFLAGS is
@@ -104,7 +105,7 @@ function main() {
 
   // Static when libc.a is there: about half the RSS and a faster start.
   compile(cc, { ...server, output: join(build, 'spawnd'), flags: ['-static'], fallbackFlags: [] });
-  if (args.has('--sanitize')) {
+  if (args.has('--sanitize') || args.has('--test')) {
     compile(cc, { ...server, output: join(build, 'spawnd-asan'), flags: SANITIZE });
   }
   if (args.has('--test')) {

@@ -1,0 +1,388 @@
+// Black-box tests of the native server: frames in, frames out, over the
+// same private socket (fd 3) the library uses. Runs against
+// $SPAWNPOOL_SERVER, or native/build/spawnd (build it first:
+// node scripts/build-native.js).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, chmodSync, readFileSync, readdirSync, openSync, closeSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import * as P from '../../lib/protocol.js';
+
+const BIN = process.env.SPAWNPOOL_SERVER ?? fileURLToPath(new URL('../build/spawnd', import.meta.url));
+const SANITIZED = BIN.includes('asan');
+const dir = mkdtempSync(join(tmpdir(), 'spawnd-test-'));
+const conns = [];
+after(() => {
+  for (const c of conns) c.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const ENOENT = 2, EACCES = 13, EINVAL = 22, EPIPE = 32, EMFILE = 24;
+
+function request(argv, opts = {}) {
+  return {
+    flags: 0, uid: 0, gid: 0, window: 65536, stdio: [0, 0, 0], file: argv[0], cwd: '',
+    env: [`PATH=${process.env.PATH}`], ...opts, argv,
+  };
+}
+
+/** One server and its socket; frames are queued until a test takes them. */
+class Conn {
+  constructor({ args = [String(process.pid)], stdio = ['ignore', 'ignore', 'inherit'], hello = true, bin = BIN } = {}) {
+    this.proc = spawn(bin, args, { stdio: [...stdio, 'pipe'], env: { ...process.env } });
+    this.sock = this.proc.stdio[3];
+    this.frames = [];
+    this.wake = null;
+    this.nextId = 1;
+    this.exit = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({ code, signal })));
+    const decoder = new P.Decoder((m) => {
+      this.frames.push(m);
+      this.wake?.();
+    });
+    this.sock.on('data', (chunk) => decoder.push(chunk));
+    this.sock.on('error', () => {});
+    this.sock.on('close', () => { this.closed = true; this.wake?.(); });
+    if (hello) this.send(P.encodeHello());
+    conns.push(this);
+  }
+
+  send(buf) { this.sock.write(buf); }
+
+  close() { if (!this.sock.destroyed) this.sock.end(); }
+
+  /** The first queued frame matching `pred`, waiting up to `ms`. */
+  async frame(pred = () => true, ms = 10000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const i = this.frames.findIndex(pred);
+      if (i >= 0) return this.frames.splice(i, 1)[0];
+      if (this.closed) throw new Error('socket closed while waiting for a frame');
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error('timed out waiting for a frame');
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.wake = () => { clearTimeout(t); resolve(); };
+      });
+    }
+  }
+
+  spawn(argv, opts) {
+    const id = this.nextId++;
+    this.send(P.encodeSpawn(id, request(argv, opts)));
+    return id;
+  }
+
+  /** Frames of `id` until its terminal state (docs/protocol.md, Request ids). */
+  async collect(id, { stdio = [0, 0, 0], closed = [] } = {}) {
+    const r = { id, out: Buffer.alloc(0), err: Buffer.alloc(0), frames: [] };
+    let ends = [1, 2].filter((fd) => stdio[fd] === 0 && !closed.includes(fd)).length;
+    for (;;) {
+      const f = await this.frame((m) => m.id === id);
+      r.frames.push(f);
+      if (f.type === P.T.SPAWN_ERROR) return { ...r, error: [f.errno, f.syscall] };
+      if (f.type === P.T.SPAWNED) r.pid = f.pid;
+      if (f.type === P.T.DATA) r[f.fd === 1 ? 'out' : 'err'] = Buffer.concat([r[f.fd === 1 ? 'out' : 'err'], f.data]);
+      if (f.type === P.T.END && f.fd > 0) ends--;
+      if (f.type === P.T.EXIT) r.exit = [f.code, f.signal];
+      if (r.exit && ends === 0) return r;
+    }
+  }
+
+  run(argv, opts = {}) { return this.collect(this.spawn(argv, opts), opts); }
+
+  rssKb() { return Number(readFileSync(`/proc/${this.proc.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]); }
+
+  fdCount() { return readdirSync(`/proc/${this.proc.pid}/fd`).length; }
+
+  zombies() {
+    return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        const s = readFileSync(`/proc/${p}/stat`, 'utf8');
+        const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+        return f[0] === 'Z' && Number(f[1]) === this.proc.pid;
+      } catch { return false; }
+    });
+  }
+}
+
+const shared = new Conn();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test('handshake: HELLO answers version 1 and the server pid', async () => {
+  const h = await shared.frame((m) => m.type === P.T.S_HELLO);
+  assert.equal(h.version, 1);
+  assert.equal(h.pid, shared.proc.pid);
+});
+
+test('echo hi: SPAWNED, DATA, ENDs, EXIT 0', async () => {
+  const r = await shared.run(['echo', 'hi']);
+  assert.equal(r.frames[0].type, P.T.SPAWNED);
+  assert.equal(r.out.toString(), 'hi\n');
+  assert.deepEqual(r.exit, [0, 0]);
+});
+
+test('exec failures are SPAWN_ERROR with syscall "spawn"', async () => {
+  const script = join(dir, 'not-exec');
+  writeFileSync(script, 'echo no\n');
+  assert.deepEqual((await shared.run(['no-such-program-xyz'])).error, [ENOENT, 'spawn']);
+  assert.deepEqual((await shared.run(['/no/such/file'])).error, [ENOENT, 'spawn']);
+  assert.deepEqual((await shared.run(['true'], { cwd: '/no/such/dir' })).error, [ENOENT, 'spawn']);
+  assert.deepEqual((await shared.run([script])).error, [EACCES, 'spawn']);
+  assert.deepEqual((await shared.run(['true'], { env: [`PATH=${dir}`] })).error, [ENOENT, 'spawn']);
+});
+
+test('PATH comes from the child env; default /usr/bin:/bin; relative entries from cwd', async () => {
+  const bin = join(dir, 'bin');
+  const bad = join(dir, 'bad');
+  for (const d of [bin, bad]) rmSync(d, { recursive: true, force: true });
+  writeFileSync(join(dir, 'x'), '');
+  const { mkdirSync } = await import('node:fs');
+  mkdirSync(bin);
+  mkdirSync(bad);
+  writeFileSync(join(bin, 'hello'), '#!/bin/sh\necho "hello from $PWD"\n');
+  chmodSync(join(bin, 'hello'), 0o755);
+  writeFileSync(join(bad, 'hello'), 'not executable');
+  assert.equal((await shared.run(['hello'], { env: [`PATH=${bad}:${bin}`] })).out.toString(), `hello from ${process.cwd()}\n`);
+  assert.deepEqual((await shared.run(['hello'], { env: [`PATH=${bad}`] })).error, [EACCES, 'spawn']);
+  assert.equal((await shared.run(['hello'], { env: ['PATH=bin'], cwd: dir })).out.toString(), `hello from ${dir}\n`);
+  assert.equal((await shared.run(['hello'], { env: ['PATH=:/usr/bin'], cwd: bin })).out.toString(), `hello from ${bin}\n`);
+  assert.equal((await shared.run(['echo', 'ok'], { env: [] })).out.toString(), 'ok\n');
+});
+
+test('a script without #! runs under /bin/sh, like execvp', async () => {
+  const script = join(dir, 'noshebang');
+  writeFileSync(script, 'echo "sh: $0 $1"\n');
+  chmodSync(script, 0o755);
+  assert.equal((await shared.run([script, 'arg'])).out.toString(), `sh: ${script} arg\n`);
+});
+
+test('argv and env bytes arrive intact (non-ASCII, empty entries)', async () => {
+  const r = await shared.run(['sh', '-c', 'printf "%s|" "$@"; printf "%s" "$GREETING"', 'sh', 'café', '', '日本'],
+    { env: ['GREETING=héllo', `PATH=${process.env.PATH}`] });
+  assert.equal(r.out.toString(), 'café||日本|héllo');
+});
+
+test('stdin round trip through cat, WROTE acknowledges every byte', async () => {
+  const id = shared.spawn(['cat']);
+  const data = Buffer.alloc(3 << 20, 'abcdefghij');
+  let sent = 0, acked = 0, got = 0, exited = false, ends = 0;
+  while (!exited || ends < 2) {
+    while (sent < data.length && sent - acked < P.STDIN_WINDOW) {
+      const n = Math.min(P.STDIN_WINDOW - (sent - acked), data.length - sent, 30000);
+      shared.send(P.encodeStdin(id, data.subarray(sent, sent + n)));
+      sent += n;
+      if (sent === data.length) shared.send(P.encodeStdinEnd(id));
+    }
+    const f = await shared.frame((m) => m.id === id);
+    if (f.type === P.T.WROTE) acked += f.bytes;
+    if (f.type === P.T.DATA) { got += f.data.length; shared.send(P.encodeCredit(id, 1, f.data.length)); }
+    if (f.type === P.T.END) ends++;
+    if (f.type === P.T.EXIT) exited = true;
+  }
+  assert.equal(acked, data.length);
+  assert.equal(got, data.length);
+});
+
+test('KILL: SIGTERM gives EXIT(-1, 15); bad signal KILL_ERROR; after reap ignored', async () => {
+  const id = shared.spawn(['sleep', '30']);
+  await shared.frame((m) => m.id === id && m.type === P.T.SPAWNED);
+  shared.send(P.encodeKill(id, 999));
+  assert.equal((await shared.frame((m) => m.id === id && m.type === P.T.KILL_ERROR)).errno, EINVAL);
+  shared.send(P.encodeKill(id, 0));
+  shared.send(P.encodeKill(id, 15));
+  const r = await shared.collect(id);
+  assert.deepEqual(r.exit, [-1, 15]);
+  assert.equal(r.frames.filter((f) => f.type === P.T.KILL_ERROR).length, 0);
+  shared.send(P.encodeKill(id, 9));
+  assert.deepEqual((await shared.run(['true'])).exit, [0, 0]);
+  assert.equal(shared.frames.filter((f) => f.id === id).length, 0);
+});
+
+test('credit: the server reads no more than the window; CREDIT opens it', async () => {
+  const id = shared.spawn(['yes'], { window: 1000 });
+  let got = 0;
+  const take = async (ms) => {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      const f = await shared.frame((m) => m.id === id && m.type === P.T.DATA, end - Date.now()).catch(() => null);
+      if (f) got += f.data.length;
+    }
+  };
+  await take(300);
+  assert.equal(got, 1000);
+  shared.send(P.encodeCredit(id, 1, 5000));
+  await take(300);
+  assert.equal(got, 6000);
+  shared.send(P.encodeKill(id, 9));
+  shared.send(P.encodeClose(id, 1));
+  const r = await shared.collect(id, { closed: [1] });
+  assert.deepEqual(r.exit, [-1, 9]);
+});
+
+test('CLOSE of stdout: no END for it; the child gets SIGPIPE', async () => {
+  const id = shared.spawn(['yes']);
+  await shared.frame((m) => m.id === id && m.type === P.T.SPAWNED);
+  shared.send(P.encodeClose(id, 1));
+  const r = await shared.collect(id, { closed: [1] });
+  assert.deepEqual(r.exit, [-1, 13]);
+  await sleep(50);
+  assert.equal(shared.frames.filter((f) => f.id === id).length, 0);
+});
+
+test('stdin closed by the child: END fd 0 EPIPE', async () => {
+  const id = shared.spawn(['sh', '-c', 'exec 0<&-; sleep 0.3']);
+  await shared.frame((m) => m.id === id && m.type === P.T.SPAWNED);
+  await sleep(100);
+  shared.send(P.encodeStdin(id, Buffer.alloc(100)));
+  const r = await shared.collect(id);
+  const end0 = r.frames.find((f) => f.type === P.T.END && f.fd === 0);
+  assert.equal(end0?.errno, EPIPE);
+});
+
+test('EXIT may precede the ENDs when a grandchild holds the pipes', async () => {
+  const r = await shared.run(['sh', '-c', '(sleep 0.3; echo late) & echo early']);
+  assert.equal(r.out.toString(), 'early\nlate\n');
+  const types = r.frames.map((f) => f.type);
+  assert.ok(types.indexOf(P.T.EXIT) < types.lastIndexOf(P.T.END));
+});
+
+test('a child sees exactly fds 0, 1, 2 and default signals, empty mask', async () => {
+  const r = await shared.run(['sh', '-c', 'ls /proc/self/fd; grep -E "^Sig(Blk|Ign)" /proc/self/status']);
+  const lines = r.out.toString().trim().split('\n');
+  assert.deepEqual(lines.filter((l) => /^\d+$/.test(l)).map(Number).filter((fd) => fd > 2).length, 1, lines.join(' ')); // ls's own
+  assert.ok(lines.includes('SigBlk:\t0000000000000000'), lines.join(' '));
+  assert.ok(lines.includes('SigIgn:\t0000000000000000'), lines.join(' '));
+});
+
+test('stdio IGNORE and FDn map to /dev/null and the server own fds, swaps included', async () => {
+  const a = join(dir, 'server-out'), b = join(dir, 'server-err');
+  const fa = openSync(a, 'w'), fb = openSync(b, 'w');
+  const c = new Conn({ stdio: ['ignore', fa, fb] });
+  closeSync(fa);
+  closeSync(fb);
+  const stdio = [1, P.stdioFd(2), P.stdioFd(1)];
+  const r = await c.run(['sh', '-c', 'read x || echo eof; echo to-1; echo to-2 >&2'], { stdio });
+  assert.deepEqual(r.exit, [0, 0]);
+  assert.equal(readFileSync(a, 'utf8'), 'to-2\n');
+  assert.equal(readFileSync(b, 'utf8'), 'eof\nto-1\n');
+  c.close();
+});
+
+test('DETACHED makes a new session; SET_UID/SET_GID drop privileges', async (t) => {
+  const r = await shared.run(['sh', '-c', 'read a b c d e sid rest < /proc/self/stat; echo $sid'], { flags: P.FLAG_DETACHED });
+  assert.equal(Number(r.out.toString()), r.pid);
+  if (process.getuid() !== 0) return t.skip('not root');
+  const u = await shared.run(['sh', '-c', 'id -u; id -g; id -G'], { flags: P.FLAG_SET_UID | P.FLAG_SET_GID, uid: 65534, gid: 65534 });
+  assert.equal(u.out.toString(), '65534\n65534\n65534\n');
+});
+
+test('1,000 sequential and 64-concurrent spawns: no zombies, no fd leaks, small RSS', async () => {
+  const fds = shared.fdCount();
+  for (let i = 0; i < (SANITIZED ? 200 : 1000); i++) {
+    const r = await shared.run(['true'], { env: [] });
+    assert.deepEqual(r.exit, [0, 0]);
+  }
+  const total = SANITIZED ? 200 : 1000;
+  let started = 0;
+  const worker = async () => {
+    while (started < total) {
+      started++;
+      const r = await shared.run(['true'], { env: [] });
+      assert.deepEqual(r.exit, [0, 0]);
+    }
+  };
+  await Promise.all(Array.from({ length: 64 }, worker));
+  assert.deepEqual(shared.zombies(), []);
+  assert.equal(shared.fdCount(), fds);
+  if (!SANITIZED) assert.ok(shared.rssKb() < 2048, `RSS ${shared.rssKb()} kB`);
+});
+
+test('a paused consumer keeps server memory bounded', async () => {
+  const c = new Conn();
+  await c.frame((m) => m.type === P.T.S_HELLO);
+  c.sock.pause();
+  const id = c.spawn(['yes'], { window: 0xffffffff });
+  await sleep(1000);
+  const rss = c.rssKb();
+  if (!SANITIZED) assert.ok(rss < 2560, `RSS ${rss} kB while paused`);
+  c.sock.resume();
+  await c.frame((m) => m.id === id && m.type === P.T.DATA);
+  c.send(P.encodeKill(id, 9));
+  c.send(P.encodeClose(id, 1));
+  assert.deepEqual((await c.collect(id, { closed: [1] })).exit, [-1, 9]);
+  c.close();
+});
+
+test('frames split byte by byte and many frames per write both work', async () => {
+  const c = new Conn({ hello: false });
+  const bytes = Buffer.concat([P.encodeHello(), P.encodeSpawn(1, request(['echo', 'a'])), P.encodeSpawn(2, request(['echo', 'b']))]);
+  for (const b of bytes.subarray(0, 40)) { c.send(Buffer.from([b])); await sleep(1); }
+  c.send(bytes.subarray(40));
+  assert.equal((await c.collect(1)).out.toString(), 'a\n');
+  assert.equal((await c.collect(2)).out.toString(), 'b\n');
+  const big = Array.from({ length: 2000 }, (_, i) => `VAR${i}=${'x'.repeat(1000)}`);
+  const r = await c.run(['sh', '-c', 'echo ${#VAR1999}'], { env: big });
+  assert.equal(r.out.toString(), '1000\n');
+  c.close();
+});
+
+test('EOF on the socket: exit 0 promptly, children live on', async () => {
+  const c = new Conn();
+  const id = c.spawn(['sleep', '5'], { stdio: [1, 1, 1] });
+  const { pid } = await c.frame((m) => m.id === id && m.type === P.T.SPAWNED);
+  const t0 = Date.now();
+  c.close();
+  assert.deepEqual(await c.exit, { code: 0, signal: null });
+  assert.ok(Date.now() - t0 < 1000);
+  process.kill(pid, 0);
+  process.kill(pid, 'SIGKILL');
+});
+
+test('protocol errors: FATAL then exit 3; wrong version: HELLO then exit 2', async () => {
+  const bad = new Conn({ hello: false });
+  bad.send(P.encodeSpawn(1, request(['true'])));
+  assert.equal((await bad.frame((m) => m.type === P.T.FATAL)).id, 0);
+  assert.equal((await bad.exit).code, 3);
+  const junk = new Conn();
+  junk.send(Buffer.from([4, 0, 0, 0, 1, 0, 0, 0]));
+  await junk.frame((m) => m.type === P.T.FATAL);
+  assert.equal((await junk.exit).code, 3);
+  const flood = new Conn();
+  const id = flood.spawn(['sleep', '5']);
+  for (let i = 0; i < 20; i++) flood.send(P.encodeStdin(id, Buffer.alloc(65536)));
+  await flood.frame((m) => m.type === P.T.FATAL);
+  assert.equal((await flood.exit).code, 3);
+  const v2 = new Conn({ hello: false });
+  v2.send(P.encodeHello(2));
+  assert.equal((await v2.frame((m) => m.type === P.T.S_HELLO)).version, 1);
+  assert.equal((await v2.exit).code, 2);
+});
+
+test('usage: fd 3 not a socket exits 100; a dead parent pid exits at once', async () => {
+  const noSock = spawn(BIN, [], { stdio: ['ignore', 'ignore', 'pipe', 'ignore'] });
+  let err = '';
+  noSock.stderr.on('data', (d) => { err += d; });
+  const code = await new Promise((r) => noSock.on('exit', r));
+  assert.equal(code, 100);
+  assert.match(err, /fd 3/);
+  const orphan = new Conn({ args: ['1'], hello: false });
+  assert.equal((await orphan.exit).code, 0);
+});
+
+test('EMFILE while making pipes: SPAWN_ERROR with syscall "pipe2"', async () => {
+  const c = new Conn({ bin: '/bin/sh', args: ['-c', `ulimit -n 14 && exec "${BIN}"`] });
+  const ids = [];
+  let error;
+  for (let i = 0; i < 8 && !error; i++) {
+    const id = c.spawn(['sleep', '5']);
+    ids.push(id);
+    const f = await c.frame((m) => m.id === id && (m.type === P.T.SPAWNED || m.type === P.T.SPAWN_ERROR));
+    if (f.type === P.T.SPAWN_ERROR) error = [f.errno, f.syscall];
+  }
+  assert.deepEqual(error, [EMFILE, 'pipe2']);
+  for (const id of ids) c.send(P.encodeKill(id, 9));
+  c.close();
+});
