@@ -1,0 +1,3 @@
+module spawnpool.bench/goserver
+
+go 1.22

@@ -1,0 +1,74 @@
+// The micro-benchmarks, each in a child process of its own so the harness's
+// memory and timers stay out of them: the C ceiling, raw spawn throughput,
+// event-loop delay at a fixed spawn rate, big-parent spawn rates, server RSS.
+import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
+import { runCapture } from './loadgen.js';
+import { median } from './stats.js';
+
+function lastJson(r) {
+  const line = r.stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  if (!line) throw new Error(`${r.timedOut ? 'timed out' : `exit ${r.code}`}: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  return JSON.parse(line);
+}
+
+async function nodeScript(benchDir, script, args, env, timeoutMs) {
+  return lastJson(await runCapture(process.execPath, [join(benchDir, 'micro', script), ...args], { env, timeoutMs }));
+}
+
+const byImpl = (results, impl) => results.find((r) => r.impl === impl) ?? null;
+
+/** Run every micro-benchmark; failures are recorded, never thrown. */
+export async function runMicro({ benchDir, config, builds, env, progress, trueBin }) {
+  const m = config.micro;
+  const out = { trueBin, ceiling: [], raw: [], eld: null, heaps: [], errors: [] };
+  const attempt = async (what, fn) => {
+    try {
+      return await fn();
+    } catch (err) {
+      out.errors.push(`${what}: ${err.message}`);
+      progress.log(`  micro ${what}: ${err.message}`);
+      return null;
+    }
+  };
+  const cores = availableParallelism();
+  for (let round = 0; round < m.rounds; round++) {
+    const tag = `micro round ${round + 1}/${m.rounds}`;
+    if (builds['spawn-ceiling']?.ok) {
+      progress.status(`${tag} · C posix_spawn ceiling (${cores} threads, ${m.seconds}s)`);
+      const c = await attempt('ceiling', async () => lastJson(await runCapture(builds['spawn-ceiling'].path, [String(m.seconds), String(cores), trueBin], { timeoutMs: 60_000 })));
+      if (c) out.ceiling.push(c);
+    } else if (round === 0) out.errors.push(`ceiling: ${builds['spawn-ceiling']?.error ?? 'not built'}`);
+    progress.status(`${tag} · raw spawn throughput (true, ${m.concurrency} in flight)`);
+    const raw = await attempt('raw', () => nodeScript(benchDir, 'spawn-rate.js', ['--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 90_000));
+    if (raw) out.raw.push(raw);
+  }
+  progress.status(`micro · event-loop delay at ${m.rate} spawns/s (${m.eldSeconds}s each)`);
+  out.eld = await attempt('event-loop', () => nodeScript(benchDir, 'event-loop.js', ['--seconds', String(m.eldSeconds), '--rate', String(m.rate), '--file', trueBin], env, 90_000));
+  for (const mb of m.heaps) {
+    progress.status(`micro · parent holds ${mb} MB of Buffers (allocating, then ${m.seconds}s per impl)`);
+    const h = await attempt(`heap ${mb} MB`, () => nodeScript(benchDir, 'spawn-rate.js', ['--heap-mb', String(mb), '--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 180_000));
+    if (h) out.heaps.push(h);
+  }
+  return out;
+}
+
+/** Collapse micro results into the numbers the report shows. */
+export function summarizeMicro(micro) {
+  const rate = (runs, impl) => median(runs.map((r) => byImpl(r.results, impl)?.rate));
+  const unavailable = (impl) => [...micro.raw, ...(micro.eld ? [micro.eld] : []), ...micro.heaps]
+    .map((r) => byImpl(r.results, impl)?.unavailable).find(Boolean) ?? null;
+  const sp = micro.raw.map((r) => byImpl(r.results, 'spawnpool')).filter((r) => r?.rss);
+  const servers = sp.length ? sp[sp.length - 1].rss.servers : [];
+  const eld = (impl) => (micro.eld ? byImpl(micro.eld.results, impl) : null);
+  return {
+    ceiling: median(micro.ceiling.map((c) => c.rate)),
+    ceilingThreads: micro.ceiling[0]?.threads ?? null,
+    raw: { node: rate(micro.raw, 'node'), spawnpool: rate(micro.raw, 'spawnpool') },
+    eld: { node: eld('node'), spawnpool: eld('spawnpool') },
+    heaps: micro.heaps.map((h) => ({ mb: h.heapMB, rssMB: h.rssMB, node: byImpl(h.results, 'node')?.rate ?? null, spawnpool: byImpl(h.results, 'spawnpool')?.rate ?? null })),
+    serverRss: { source: sp.length ? sp[sp.length - 1].rss.source : null, servers },
+    spawnpoolUnavailable: unavailable('spawnpool'),
+    errors: micro.errors,
+  };
+}

@@ -1,0 +1,156 @@
+// The report: targets from the design, the markdown tables printed on
+// stdout, and the chart's panels. Pure functions over the results object.
+import { fmtNum, fmtRatio, ratio } from './stats.js';
+
+const row = (cells) => `| ${cells.join(' | ')} |`;
+
+/** The summary of contender `id` for `workload`, or null. */
+export function find(results, workload, id) {
+  return results.http.summary[workload]?.find((c) => c.id === id) ?? null;
+}
+
+const rpsOf = (results, w, id) => find(results, w, id)?.summary?.rps ?? null;
+
+/** The design's targets, each { name, value, goal, met (true|false|null), why }. */
+export function computeTargets(results) {
+  const mic = results.micro.summary;
+  const spUnavail = find(results, 'echo', 'spawnpool')?.unavailable ?? mic?.spawnpoolUnavailable ?? null;
+  const t = [];
+  const add = (name, value, fmt, ok, missing) => {
+    t.push({ name, value, shown: value == null ? `– (${missing})` : fmt(value), met: value == null ? null : ok(value) });
+  };
+  const sp = (x) => (spUnavail ? null : x);
+  const why = (other) => spUnavail ?? other;
+  add('echo: spawnpool ≥ 1.1x Go', sp(ratio(rpsOf(results, 'echo', 'spawnpool'), rpsOf(results, 'echo', 'go'))), fmtRatio, (v) => v >= 1.1, why('spawnpool or Go did not run'));
+  add('163 KB: spawnpool ≥ 1.0x Rust', sp(ratio(rpsOf(results, 'cat', 'spawnpool'), rpsOf(results, 'cat', 'rust'))), fmtRatio, (v) => v >= 1.0, why('spawnpool or Rust did not run'));
+  if (mic) {
+    add('raw spawns/s ≥ 0.85 of the C ceiling', sp(ratio(mic.raw.spawnpool, mic.ceiling)), fmtRatio, (v) => v >= 0.85, why('no ceiling or spawnpool run'));
+    const e = mic.eld.spawnpool;
+    add(`event-loop delay p99 < 5 ms at ${results.config.micro.rate} spawns/s`, sp(e?.eldP99 ?? null), (v) => `${v.toFixed(1)} ms (achieved ${fmtNum(e.achieved)}/s)`, (v) => v < 5, why('not measured'));
+    const small = mic.heaps.find((h) => h.mb === Math.min(...mic.heaps.map((x) => x.mb)));
+    const big = mic.heaps.find((h) => h.mb === Math.max(...mic.heaps.map((x) => x.mb)));
+    const bigName = big ? (big.mb >= 1024 ? `${big.mb / 1024} GB` : `${big.mb} MB`) : '4 GB';
+    add(`${bigName} parent ≥ 0.95 of the small-parent rate`, sp(big && small !== big ? ratio(big.spawnpool, small.spawnpool) : null), fmtRatio, (v) => v >= 0.95, why('not measured'));
+    const rss = mic.serverRss.servers.length ? Math.max(...mic.serverRss.servers.map((s) => s.rssKB)) : null;
+    add('spawn server RSS < 2 MB', sp(rss), (v) => `${fmtNum(v)} KB (max of ${mic.serverRss.servers.length})`, (v) => v < 2048, why('no server found'));
+  }
+  return t;
+}
+
+function httpTable(results, w) {
+  const lines = [];
+  lines.push(row(['contender', 'req/s', 'p50 ms', 'p99 ms', 'vs Node', 'vs Go', 'vs Rust', 'errors']));
+  lines.push(row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']));
+  const node = rpsOf(results, w, 'node');
+  const go = rpsOf(results, w, 'go');
+  const rust = rpsOf(results, w, 'rust');
+  const notes = [];
+  for (const c of results.http.summary[w]) {
+    const name = c.id === 'spawnpool' ? `**${c.label}**` : c.label;
+    if (c.skip || c.unavailable) {
+      lines.push(row([name, '–', '–', '–', '–', '–', '–', c.skip ? 'skipped' : 'not run']));
+      continue;
+    }
+    const s = c.summary;
+    const errs = s.errors + s.non2xx + s.bodyErrors;
+    if (errs) notes.push(`${c.label}: ${errs} error(s) — ${c.firstError}`);
+    const spread = s.okRounds > 1 ? ` <sub>${fmtNum(s.rpsMin)}–${fmtNum(s.rpsMax)}</sub>` : '';
+    lines.push(row([name, `${fmtNum(s.rps)}${spread}`, fmtNum(s.p50, 1), fmtNum(s.p99, 1), fmtRatio(ratio(s.rps, node)), fmtRatio(ratio(s.rps, go)), fmtRatio(ratio(s.rps, rust)), errs ? `**${errs}**` : '0']));
+  }
+  return { lines, notes };
+}
+
+function microTable(results) {
+  const m = results.micro.summary;
+  const lines = [row(['measure', 'node:child_process', 'spawnpool', 'reference']), row(['---', '---:', '---:', '---'])];
+  const na = m.spawnpoolUnavailable ? 'not built' : '–';
+  const sp = (v, f) => (v == null ? na : f(v));
+  const n = (v, f) => (v == null ? '–' : f(v));
+  const rate = (v) => `${fmtNum(v)}/s`;
+  const cfg = results.config.micro;
+  lines.push(row([`raw spawns/s (\`true\`, ${cfg.concurrency} in flight)`, n(m.raw.node, rate), sp(m.raw.spawnpool, rate),
+    m.ceiling ? `C posix_spawn loop, ${m.ceilingThreads} threads: ${rate(m.ceiling)} (node ${fmtRatio(ratio(m.raw.node, m.ceiling))}, spawnpool ${fmtRatio(ratio(m.raw.spawnpool, m.ceiling))})` : 'C ceiling not built']));
+  const e = m.eld;
+  const eld = (x) => `${x.eldP99.toFixed(1)} ms (max ${x.eldMax.toFixed(0)}; ${fmtNum(x.achieved)}/s achieved)`;
+  lines.push(row([`event-loop delay p99, spawning ${fmtNum(cfg.rate)}/s`, n(e.node, eld), sp(e.spawnpool, eld), 'target < 5 ms']));
+  const lat = (x) => `${x.spawnP50?.toFixed(2) ?? '–'} ms (p99 ${x.spawnP99?.toFixed(1) ?? '–'})`;
+  lines.push(row([`spawn latency p50, call → 'spawn' (same run)`, n(e.node, lat), sp(e.spawnpool, lat), 'design: spawnpool below Node']));
+  const small = m.heaps[0];
+  for (const h of m.heaps) {
+    const size = h.mb >= 1024 ? `${h.mb / 1024} GB` : `${h.mb} MB`;
+    const rel = (v, base) => (h === small || v == null || base == null ? '' : ` (${fmtRatio(ratio(v, base))})`);
+    lines.push(row([`spawns/s, parent holds ${size} of Buffers (RSS ${fmtNum(h.rssMB)} MB)`,
+      h.node == null ? '–' : `${rate(h.node)}${rel(h.node, small.node)}`,
+      h.spawnpool == null ? na : `${rate(h.spawnpool)}${rel(h.spawnpool, small.spawnpool)}`, h === small ? 'the small parent' : 'vs the small parent']));
+  }
+  const srv = m.serverRss.servers;
+  lines.push(row(['spawn server RSS (VmRSS)', 'n/a', srv.length ? srv.map((s) => `${fmtNum(s.rssKB)} KB`).join(', ') : na, 'target < 2 MB each']));
+  return lines;
+}
+
+/** The whole markdown report. */
+export function renderMarkdown(results) {
+  const { meta, config } = results;
+  const out = [];
+  out.push(`## spawnpool benchmark — ${meta.cpus} cores, ${meta.cpuModel}`);
+  out.push('');
+  out.push(`${meta.date} · Linux ${meta.kernel} · Node ${meta.node} · ${config.quick ? 'quick mode · ' : ''}${config.rounds} round(s), contenders interleaved, medians`);
+  if (results.loadgen.name) {
+    out.push(`Load: **${results.loadgen.label}**, ${config.connections} connections, ${fmtNum(config.requests)} requests per run after a ${config.verifyRequests}-request verify pass; bodies checked: ${results.loadgen.verified}.`);
+    out.push('The load generator and the server share the same cores: compare ratios, not absolute numbers.');
+  }
+  for (const w of results.http.workloads.filter((x) => results.http.summary[x.id])) {
+    out.push('', `### ${w.title} per request`, '');
+    const { lines, notes } = httpTable(results, w.id);
+    out.push(...lines);
+    if (notes.length) out.push('', ...notes.map((n) => `- ⚠ ${n}`));
+  }
+  const skipped = results.contenders.filter((c) => c.skip || c.unavailable);
+  if (skipped.length) {
+    out.push('', 'Not run:');
+    for (const c of skipped) out.push(`- ${c.label}: ${c.skip ?? c.unavailable}`);
+  }
+  if (results.micro.summary) {
+    out.push('', '### Micro-benchmarks (no HTTP)', '', ...microTable(results));
+    for (const e of results.micro.summary.errors) out.push(`- ⚠ ${e}`);
+  }
+  out.push('', '### Targets', '', row(['target', 'measured', '']), row(['---', '---:', '---']));
+  for (const t of results.targets) out.push(row([t.name, t.shown, t.met == null ? 'n/a' : t.met ? 'met' : 'missed']));
+  out.push('', `Wall time ${fmtNum(meta.wallSeconds)} s (builds ${fmtNum(meta.buildSeconds, 1)} s). Results: ${results.files.json}, chart: ${results.files.svg}`);
+  return out.join('\n');
+}
+
+/** The chart's panels: one per HTTP workload, one for spawns without HTTP. */
+export function chartPanels(results) {
+  const panels = httpPanels(results);
+  const m = results.micro.summary;
+  if (m && (m.raw.node != null || m.ceiling != null)) {
+    const na = m.spawnpoolUnavailable ? 'not built' : 'n/a';
+    const big = m.heaps.length > 1 ? m.heaps[m.heaps.length - 1] : null;
+    const size = big && (big.mb >= 1024 ? `${big.mb / 1024} GB` : `${big.mb} MB`);
+    const bars = [
+      { id: 'node', label: 'node:child_process', value: m.raw.node },
+      { id: 'spawnpool', label: 'spawnpool', value: m.raw.spawnpool, note: m.raw.spawnpool == null ? na : '' },
+    ];
+    if (big) {
+      bars.push({ id: 'node', label: `node:child_process, ${size} parent`, value: big.node });
+      bars.push({ id: 'spawnpool', label: `spawnpool, ${size} parent`, value: big.spawnpool, note: big.spawnpool == null ? na : '' });
+    }
+    bars.push({ id: 'go', label: `C posix_spawn loop, ${m.ceilingThreads ?? '?'} threads`, value: m.ceiling, note: m.ceiling == null ? 'not built' : 'ceiling' });
+    panels.push({ title: `spawns of true, no HTTP, ${results.config.micro.concurrency} in flight`, unit: 'spawns/s', bars });
+  }
+  return panels;
+}
+
+function httpPanels(results) {
+  return results.http.workloads.filter((w) => results.http.summary[w.id]).map((w) => ({
+    title: `${w.title} per request · req/s (median of ${results.config.rounds})`,
+    unit: 'req/s',
+    bars: results.http.summary[w.id].map((c) => ({
+      id: c.id,
+      label: c.label,
+      value: c.summary?.rps ?? null,
+      note: c.skip ? 'skipped' : c.unavailable ? 'not built' : c.summary && c.summary.errors + c.summary.non2xx + c.summary.bodyErrors ? 'errors!' : (c.id === 'node' ? '' : fmtRatio(ratio(c.summary?.rps, rpsOf(results, w.id, 'node'))) + ' Node'),
+    })),
+  }));
+}

@@ -1,0 +1,85 @@
+// Shared by the micro-benchmark child processes: flags, loading an
+// implementation, holding memory, reading spawn servers' RSS.
+import { readFileSync, readdirSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+/** Why spawnpool results are withheld when its pool fell back to node:child_process. */
+export const NOT_NATIVE = 'spawnpool not built (native server missing; it fell back to node:child_process)';
+
+/** Parse `--name value` flags into numbers/strings with defaults. */
+export function flags(defaults) {
+  const options = Object.fromEntries(Object.keys(defaults).map((k) => [k, { type: 'string' }]));
+  const { values } = parseArgs({ options, strict: true });
+  const out = {};
+  for (const [k, d] of Object.entries(defaults)) {
+    const v = values[k];
+    out[k] = v === undefined ? d : typeof d === 'number' ? Number(v) : v;
+  }
+  return out;
+}
+
+/** { spawn, lib } for "node" or "spawnpool", or { unavailable } when spawnpool cannot load. */
+export async function loadImpl(name) {
+  if (name === 'node') return { spawn: (await import('node:child_process')).spawn, lib: null };
+  try {
+    const lib = await import('spawnpool');
+    if (typeof lib.spawn !== 'function') throw new Error('spawnpool exports no spawn()');
+    return { spawn: lib.spawn, lib };
+  } catch (err) {
+    return { unavailable: `spawnpool not built (${String(err.message).split('\n')[0]})` };
+  }
+}
+
+/**
+ * Hold `mb` MiB in Buffers outside V8's heap, every page written so it is
+ * resident (fork() copies the page tables of resident memory).
+ */
+export function holdMemory(mb) {
+  const held = [];
+  const chunk = 256;
+  for (let left = mb; left > 0; left -= chunk) {
+    const b = Buffer.allocUnsafeSlow(Math.min(chunk, left) * 1024 * 1024);
+    b.fill(left & 0xff);
+    held.push(b);
+  }
+  return held;
+}
+
+/** VmRSS of this process in MiB. */
+export function selfRssMB() {
+  return Math.round(process.memoryUsage.rss() / (1024 * 1024));
+}
+
+function status(pid) {
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const get = (k) => (new RegExp(`^${k}:\\s*(.*)$`, 'm').exec(s) ?? [])[1];
+    return { pid, name: get('Name'), ppid: Number(get('PPid')), rssKB: parseInt(get('VmRSS') ?? '0', 10) };
+  } catch {
+    return null;
+  }
+}
+
+function pidsIn(value, out = new Set(), depth = 0) {
+  if (depth > 4 || value == null || typeof value !== 'object') return out;
+  for (const [k, v] of Object.entries(value)) {
+    if (k === 'pid' && Number.isInteger(v) && v > 0) out.add(v);
+    else if (typeof v === 'object') pidsIn(v, out, depth + 1);
+  }
+  return out;
+}
+
+/**
+ * The spawn servers' RSS: pids from `stats` when it names any, otherwise
+ * this process's live children other than `excludeName` (the spawned program).
+ */
+export function serverRss(stats, excludeName) {
+  let pids = [...pidsIn(stats)];
+  let source = 'pool.stats()';
+  if (pids.length === 0) {
+    source = '/proc children';
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+  }
+  const procs = pids.map(status).filter((p) => p && p.rssKB > 0 && (source === 'pool.stats()' || p.ppid === process.pid) && p.name !== excludeName);
+  return { source, servers: procs };
+}

@@ -1,0 +1,96 @@
+// Micro-benchmark child: event-loop delay (monitorEventLoopDelay) while
+// spawning `file` at a fixed `rate` per second for `seconds`, per
+// implementation; also the call → 'spawn' latency. Prints one JSON line.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { NOT_NATIVE, flags, loadImpl } from './common.js';
+import { percentile } from '../lib/stats.js';
+
+const opt = flags({ impls: 'node,spawnpool', seconds: 4, rate: 1000, file: '/bin/true' });
+
+function run(spawn, seconds, rate) {
+  return new Promise((resolve) => {
+    const h = monitorEventLoopDelay({ resolution: 1 });
+    const latencies = [];
+    let issued = 0;
+    let done = 0;
+    let lastDone = 0;
+    let errors = 0;
+    let firstError = null;
+    let inflight = 0;
+    const start = performance.now();
+    const finishAll = (force) => {
+      if ((inflight !== 0 && !force) || timer) return;
+      clearTimeout(watchdog);
+      if (force) {
+        errors += inflight;
+        firstError ??= `${inflight} spawns never completed`;
+      }
+      h.disable();
+      const ms = (ns) => ns / 1e6;
+      const elapsed = (lastDone - start) / 1000;
+      resolve({
+        rate, seconds: elapsed, issued, completed: done, achieved: done / elapsed, errors, firstError,
+        eldP50: ms(h.percentile(50)), eldP99: ms(h.percentile(99)), eldMax: ms(h.max),
+        spawnP50: percentile(latencies, 50), spawnP99: percentile(latencies, 99),
+      });
+    };
+    const one = () => {
+      const t0 = performance.now();
+      inflight++;
+      let finished = false;
+      const finish = (err) => {
+        if (finished) return;
+        finished = true;
+        inflight--;
+        if (err) {
+          errors++;
+          firstError ??= `${err.code ?? ''} ${err.message}`.trim();
+        } else done++;
+        lastDone = performance.now();
+        finishAll();
+      };
+      try {
+        const child = spawn(opt.file, [], { stdio: 'ignore' });
+        child.on('spawn', () => latencies.push(performance.now() - t0));
+        child.on('error', finish);
+        child.on('close', () => finish());
+      } catch (err) {
+        setImmediate(() => finish(err));
+      }
+    };
+    const watchdog = setTimeout(() => finishAll(true), (seconds + 20) * 1000); // never hang the benchmark
+    h.enable();
+    // Fixed batches on a 10 ms interval, no catch-up: a spawn that blocks the
+    // loop delays the next batch, which shows as event-loop delay and as an
+    // achieved rate under the asked one.
+    const perTick = Math.max(1, Math.round(rate / 100));
+    let timer = setInterval(() => {
+      if (performance.now() - start >= seconds * 1000) {
+        clearInterval(timer);
+        timer = null;
+        return finishAll();
+      }
+      for (let i = 0; i < perTick; i++) {
+        issued++;
+        one();
+      }
+    }, 10);
+  });
+}
+
+const out = { results: [] };
+for (const name of opt.impls.split(',')) {
+  const impl = await loadImpl(name);
+  if (impl.unavailable) {
+    out.results.push({ impl: name, unavailable: impl.unavailable });
+    continue;
+  }
+  await run(impl.spawn, 0.3, 200); // warm up (pool start, code paths)
+  if (impl.lib?.stats?.().available === false) {
+    out.results.push({ impl: name, unavailable: NOT_NATIVE });
+    continue;
+  }
+  out.results.push({ impl: name, ...(await run(impl.spawn, opt.seconds, opt.rate)) });
+}
+process.stdout.write(`${JSON.stringify(out)}\n`);
+process.exit(0);

@@ -1,0 +1,96 @@
+// The bench's outputs: the fixture is deterministic, the SVG is well formed
+// and escaped, the markdown and targets read a results object correctly.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CAT_FILE_SIZE, generateCSource, sha256 } from '../../bench/lib/fixture.js';
+import { renderSvg } from '../../bench/lib/svg.js';
+import { computeTargets, renderMarkdown, chartPanels } from '../../bench/lib/report.js';
+
+test('the cat fixture is 163 KB and the same bytes every time', () => {
+  const a = generateCSource();
+  assert.equal(a.length, CAT_FILE_SIZE);
+  assert.equal(CAT_FILE_SIZE, 163 * 1024);
+  assert.equal(sha256(a), 'dfd3a13ef8ff6ef639ef93780df1ef8e9bae79719e5538ef1152fb6e099f4ce2');
+  assert.match(a.toString('latin1'), /^\/\* Generated[^]*int main\(void\)[^]*\}\n$/);
+});
+
+test('renderSvg: balanced tags, escaped labels, one rect per value', () => {
+  const svg = renderSvg({
+    title: 'T <&>',
+    panels: [{ title: 'p', unit: 'req/s', bars: [
+      { id: 'node', label: "Node 'fork' <IPC>", value: 100 },
+      { id: 'spawnpool', label: 'spawnpool', value: 250, note: '2.50x Node' },
+      { id: 'bun', label: 'Bun', value: null, note: 'skipped' },
+    ] }],
+  });
+  assert.match(svg, /^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  assert.ok(svg.trim().endsWith('</svg>'));
+  assert.ok(svg.includes('T &lt;&amp;&gt;'));
+  assert.ok(svg.includes('Node &#39;fork&#39; &lt;IPC&gt;'));
+  assert.equal((svg.match(/<rect /g) ?? []).length, 3); // background + 2 bars
+  assert.equal((svg.match(/<text/g) ?? []).length, (svg.match(/<\/text>/g) ?? []).length);
+  assert.ok(!/[<>&](?![a-z#/!?])/.test(svg.replace(/<[^>]+>/g, '')), 'stray markup characters in text');
+});
+
+function fakeResults({ spawnpool = true } = {}) {
+  const s = (rps) => ({ rounds: 3, okRounds: 3, rps, p50: 10, p99: 20, errors: 0, non2xx: 0, bodyErrors: 0, rpsMin: rps, rpsMax: rps });
+  const list = (sp, go, rust) => [
+    { id: 'node', label: 'Node', summary: s(400) },
+    spawnpool ? { id: 'spawnpool', label: 'spawnpool', summary: s(sp) } : { id: 'spawnpool', label: 'spawnpool', unavailable: 'spawnpool not built (x)', summary: null },
+    { id: 'go', label: 'Go', summary: s(go) },
+    { id: 'rust', label: 'Rust', summary: s(rust) },
+    { id: 'bun', label: 'Bun', skip: 'bun not found', summary: null },
+  ];
+  return {
+    meta: { cpus: 2, cpuModel: 'X', date: 'D', kernel: 'K', node: 'v20', wallSeconds: 1, buildSeconds: 0 },
+    config: { rounds: 3, connections: 30, requests: 100, verifyRequests: 10, quick: false, micro: { rate: 1000, concurrency: 64 } },
+    loadgen: { name: 'autocannon', label: 'autocannon', verified: 'every body' },
+    contenders: [{ id: 'bun', label: 'Bun', skip: 'bun not found' }],
+    http: { workloads: [{ id: 'echo', title: 'echo hi' }, { id: 'cat', title: 'cat' }], summary: { echo: list(1800, 1500, 1600), cat: list(1000, 900, 1100) } },
+    micro: { summary: {
+      ceiling: 3000, ceilingThreads: 2, raw: { node: 900, spawnpool: spawnpool ? 2700 : null },
+      eld: { node: { eldP99: 20, eldMax: 30, achieved: 800, spawnP50: 5, spawnP99: 9 }, spawnpool: spawnpool ? { eldP99: 3, eldMax: 4, achieved: 1000, spawnP50: 1, spawnP99: 2 } : null },
+      heaps: [{ mb: 50, rssMB: 90, node: 400, spawnpool: spawnpool ? 2600 : null }, { mb: 4096, rssMB: 4140, node: 9, spawnpool: spawnpool ? 2500 : null }],
+      serverRss: { source: 'pool.stats()', servers: spawnpool ? [{ pid: 1, rssKB: 700 }, { pid: 2, rssKB: 3000 }] : [] },
+      spawnpoolUnavailable: spawnpool ? null : 'spawnpool not built (x)', errors: [],
+    } },
+    targets: [], files: { json: 'a.json', svg: 'a.svg' },
+  };
+}
+
+test('computeTargets: ratios against Go, Rust, the ceiling and the small parent', () => {
+  const t = Object.fromEntries(computeTargets(fakeResults()).map((x) => [x.name.split(':')[0].split(' ')[0], x]));
+  assert.equal(t.echo.value, 1.2);
+  assert.equal(t.echo.met, true);
+  assert.ok(Math.abs(t['163'].value - 1000 / 1100) < 1e-9);
+  assert.equal(t['163'].met, false);
+  assert.equal(t.raw.value, 0.9);
+  assert.equal(t['event-loop'].met, true);
+  assert.ok(Math.abs(t['4'].value - 2500 / 2600) < 1e-9);
+  assert.equal(t.spawn.value, 3000);
+  assert.equal(t.spawn.met, false);
+});
+
+test('without spawnpool every target says why instead of a number', () => {
+  const r = fakeResults({ spawnpool: false });
+  for (const t of computeTargets(r)) {
+    assert.equal(t.met, null);
+    assert.match(t.shown, /spawnpool not built/);
+  }
+  r.targets = computeTargets(r);
+  const md = renderMarkdown(r);
+  assert.match(md, /\| \*\*spawnpool\*\* \| – \|/);
+  assert.match(md, /Bun: bun not found/);
+  const bars = chartPanels(r)[0].bars;
+  assert.equal(bars.find((b) => b.id === 'spawnpool').note, 'not built');
+});
+
+test('renderMarkdown: one table per workload with ratios vs Node, Go and Rust', () => {
+  const r = fakeResults();
+  r.targets = computeTargets(r);
+  const md = renderMarkdown(r);
+  assert.match(md, /### echo hi per request/);
+  assert.match(md, /\| \*\*spawnpool\*\* \| 1,800 <sub>1,800–1,800<\/sub> \| 10\.0 \| 20\.0 \| 4\.50x \| 1\.20x \| 1\.13x \| 0 \|/);
+  assert.match(md, /### Micro-benchmarks/);
+  assert.match(md, /\| echo: spawnpool ≥ 1\.1x Go \| 1\.20x \| met \|/);
+});
