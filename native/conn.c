@@ -154,13 +154,13 @@ void conn_flush(void)
 	update_events();
 }
 
-/* Best effort before exiting: the client may already be gone. */
+/* Best effort before exiting, within 200 ms: the client may be gone. */
 static void flush_before_exit(void)
 {
 	struct pollfd p = { .fd = sock, .events = POLLOUT };
 
-	for (int tries = 0; out.head < out.len && tries < 20; tries++) {
-		if (write_out() < 0 || poll(&p, 1, 50) < 0)
+	for (int tries = 0; out.head < out.len && tries < 10; tries++) {
+		if (write_out() < 0 || (out.head < out.len && poll(&p, 1, 20) < 0))
 			return;
 	}
 }

@@ -63,15 +63,16 @@ function compile(cc, { output, sources, inputs, flags, fallbackFlags }) {
   const tmp = `${output}.tmp-${process.pid}`;
   const run = (f) => spawnSync(cc[0], [...cc.slice(1), ...CFLAGS, ...f, ...extra, '-o', tmp, ...sources],
     { encoding: 'utf8' });
+  let used = flags;
   let result = run(flags);
-  if (result.status !== 0 && fallbackFlags) result = run(fallbackFlags);
+  if (result.status !== 0 && fallbackFlags) result = run(used = fallbackFlags);
   if (result.status !== 0) {
     rmSync(tmp, { force: true });
     process.stderr.write(result.stderr || String(result.error ?? ''));
     fail(`compiling ${rel(output)} failed (${cc.join(' ')})`);
   }
   renameSync(tmp, output); // atomic: running servers keep the old inode
-  say(`built ${rel(output)}`);
+  say(`built ${rel(output)}${used.includes('-static') ? ' (static)' : ''}`);
 }
 
 function runTest(binary) {
