@@ -1,0 +1,678 @@
+// Differential suite: every scenario runs against node:child_process.spawn and
+// against spawnpool's spawn, and what a user can observe must match: events
+// per child and per stream, final properties, output bytes, errors thrown.
+// Where Node itself does not order two streams, only the orderings Node
+// guarantees are checked (test/helpers/record.js: orderViolations).
+//
+// Inherent differences are asserted as documented, in one place each:
+// - pid is undefined right after spawn() returns (it arrives with the server's
+//   answer) and set before 'spawn' fires;
+// - errors Node throws synchronously from the spawn syscall (ENOTDIR cwd...)
+//   may arrive as an 'error' event instead, with the same shape;
+// - the child's parent process is a spawn server, not the calling process.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import * as nodeCp from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { randomBytes, createHash } from 'node:crypto';
+import {
+  mkdtempSync, writeFileSync, mkdirSync, chmodSync, rmSync, realpathSync, readFileSync, readdirSync, readlinkSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable, Writable, Stream } from 'node:stream';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as spawnpool from '../../lib/index.js';
+import { recordScenario, errShape, diffPaths } from '../helpers/record.js';
+import { assertNoLeaks, fdBaseline, procStat } from '../helpers/leaks.js';
+
+const LIB = fileURLToPath(new URL('../../lib/index.js', import.meta.url));
+const IMPLS = { node: nodeCp.spawn, spawnpool: spawnpool.spawn };
+const MODULES = { node: nodeCp, spawnpool };
+const IMPORT = { node: 'node:child_process', spawnpool: pathToFileURL(LIB).href };
+
+// ---------------------------------------------------------------- fixtures
+const TMP = realpathSync(mkdtempSync(join(tmpdir(), 'spawnpool-diff-')));
+const NOT_EXEC = join(TMP, 'not-executable');
+writeFileSync(NOT_EXEC, '#!/bin/sh\necho should not run\n', { mode: 0o644 });
+const BIN = join(TMP, 'bin');
+const BIN_NOEXEC = join(TMP, 'bin-noexec');
+mkdirSync(BIN);
+mkdirSync(BIN_NOEXEC);
+writeFileSync(join(BIN, 'spawnpool-prog'), '#!/bin/sh\necho "found $0 $1"\n', { mode: 0o755 });
+writeFileSync(join(BIN_NOEXEC, 'spawnpool-prog'), '#!/bin/sh\necho "wrong one"\n', { mode: 0o644 });
+chmodSync(join(BIN_NOEXEC, 'spawnpool-prog'), 0o644);
+const BLOB = randomBytes(1 << 20);
+const sha256 = (b) => createHash('sha256').update(b).digest('hex');
+
+// fds ≥ 3 that this process inherited without close-on-exec (a test runner's
+// pipe, say): every child of Node inherits them too, so they are the
+// environment's, not a leak of either implementation.
+function ambientFdTargets() {
+  const targets = new Set();
+  for (const fd of readdirSync('/proc/self/fd')) {
+    if (Number(fd) < 3) continue;
+    try {
+      const flags = parseInt(/flags:\s*(\d+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))[1], 8);
+      if (!(flags & 0o2000000)) targets.add(readlinkSync(`/proc/self/fd/${fd}`));
+    } catch { /* the directory fd of readdir, closed meanwhile */ }
+  }
+  return targets;
+}
+const AMBIENT = ambientFdTargets();
+
+const serverPids = () => spawnpool.stats().servers.map((s) => s.pid).filter((p) => p != null);
+let baseline;
+
+before(async () => {
+  // Start the default pool (and Node's own lazy handles) before the fd baseline.
+  for (const spawn of Object.values(IMPLS)) {
+    await recordScenario(spawn, (sp) => { sp('true'); });
+  }
+  baseline = fdBaseline();
+});
+
+after(async () => {
+  rmSync(TMP, { recursive: true, force: true });
+  await assertNoLeaks({ serverPids: serverPids(), baselineFds: baseline });
+});
+
+// ---------------------------------------------------------------- harness
+/**
+ * Runs `scenario(spawn, extra)` against both implementations and compares.
+ * `project` (optional) narrows a record to what is deterministic in Node itself.
+ */
+async function compareScenario(scenario, { project = (r) => r, timeout } = {}) {
+  const node = await recordScenario(IMPLS.node, scenario, { timeout });
+  const pool = await recordScenario(IMPLS.spawnpool, scenario, { timeout });
+  assert.deepEqual(node.violations.flat(), [], 'node:child_process itself broke an ordering (harness bug)');
+  assert.deepEqual(pool.violations.flat(), [], 'spawnpool broke an ordering Node guarantees');
+  // Documented: pid may be undefined synchronously, never at 'spawn'.
+  pool.pidSync.forEach((kind, i) => {
+    assert.ok(kind === node.pidSync[i] || kind === 'undefined', `pid right after spawn(): ${kind}`);
+  });
+  sameAsNode(project({ children: pool.children, extra: pool.extra }), project({ children: node.children, extra: node.extra }));
+  return { node, pool };
+}
+
+/** deepEqual, failing with the differing paths only (spawnpool vs node). */
+function sameAsNode(actual, expected) {
+  const diffs = diffPaths(actual, expected);
+  if (diffs.length) assert.fail(`spawnpool differs from node:child_process:\n  ${diffs.join('\n  ')}`);
+}
+
+function differential(name, scenario, options = {}) {
+  test(name, { timeout: options.testTimeout ?? 30000 }, () => compareScenario(scenario, options));
+}
+
+/** Runs an ES module snippet in a fresh node, with `spawn` imported from `impl`. */
+function runNode(impl, body, { timeout = 10000 } = {}) {
+  const code = `import { spawn } from ${JSON.stringify(IMPORT[impl])};\n${body}`;
+  return new Promise((resolve) => {
+    const start = performance.now();
+    const p = nodeCp.spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', code],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = [];
+    const err = [];
+    p.stdout.on('data', (d) => out.push(d));
+    p.stderr.on('data', (d) => err.push(d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeout);
+    p.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const stderr = Buffer.concat(err).toString();
+      const results = stderr.split('\n').filter((l) => l.startsWith('RESULT ')).map((l) => JSON.parse(l.slice(7)));
+      resolve({
+        code, signal, ms: performance.now() - start, stdout: Buffer.concat(out).toString(),
+        stderr: stderr.split('\n').filter((l) => !l.startsWith('RESULT ')).join('\n'), results,
+      });
+    });
+  });
+}
+
+/** Kills (SIGKILL) every process whose command line contains `marker`. */
+function killByMarker(marker) {
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker)) process.kill(Number(pid), 'SIGKILL');
+    } catch { /* gone */ }
+  }
+}
+
+const onSpawn = (child, fn) => child.once('spawn', fn);
+
+// ---------------------------------------------------------------- basics
+differential('echo hi', (spawn) => { spawn('echo', ['hi']); });
+
+for (const code of [0, 1, 7, 255]) {
+  differential(`exit code ${code}`, (spawn) => { spawn('sh', ['-c', `exit ${code}`]); });
+}
+
+differential('child killed by a signal it sent itself: killed stays false', (spawn) => {
+  spawn('sh', ['-c', 'kill -9 $$']);
+});
+
+differential('spawn() and ChildProcess surface', (spawn, x) => {
+  const c = spawn('true');
+  x.isEventEmitter = c instanceof EventEmitter;
+  x.stdoutReadable = c.stdout instanceof Readable;
+  x.stdoutStream = c.stdout instanceof Stream;
+  x.stdinWritable = c.stdin instanceof Writable;
+  x.methods = ['kill', 'ref', 'unref', 'on', 'once'].map((m) => typeof c[m]);
+  x.killedAtStart = c.killed;
+  x.exitCodeAtStart = c.exitCode;
+  x.signalCodeAtStart = c.signalCode;
+  x.connectedAtStart = c.connected;
+});
+
+test('spawn() function itself: no promisify.custom, name, length, ChildProcess class', () => {
+  const shape = (m) => ({
+    type: typeof m.spawn,
+    name: m.spawn.name,
+    length: m.spawn.length,
+    custom: m.spawn[promisify.custom],
+    childProcessIsClass: typeof m.ChildProcess,
+    childProcessIsEmitter: m.ChildProcess.prototype instanceof EventEmitter,
+  });
+  sameAsNode(shape(spawnpool), shape(nodeCp));
+});
+
+test('a spawned child is an instance of the exported ChildProcess', async () => {
+  for (const [impl, m] of Object.entries(MODULES)) {
+    const rec = await recordScenario(m.spawn, (spawn, x) => { x.inst = spawn('true') instanceof m.ChildProcess; });
+    assert.equal(rec.extra.inst, true, impl);
+  }
+});
+
+// ---------------------------------------------------------------- kill
+const killAfterSpawn = (sig, ...args) => (spawn, x) => {
+  const c = spawn('sleep', ['5']);
+  onSpawn(c, () => {
+    x.ret = args.length ? c.kill(...args) : c.kill(sig);
+    x.killedNow = c.killed;
+  });
+};
+differential("kill('SIGTERM') after 'spawn'", killAfterSpawn('SIGTERM'));
+differential("kill('SIGKILL') after 'spawn'", killAfterSpawn('SIGKILL'));
+differential('kill(9) after spawn', killAfterSpawn(9));
+differential("kill('sigint') lower case", killAfterSpawn('sigint'));
+differential('kill() defaults to SIGTERM', killAfterSpawn(undefined, ...[]));
+
+differential('kill() synchronously after spawn() returns', (spawn, x) => {
+  const c = spawn('sleep', ['5']);
+  x.ret = c.kill();
+  x.killedNow = c.killed;
+});
+
+differential('kill() on an exited child returns false', (spawn, x) => {
+  const c = spawn('true');
+  return () => {
+    x.ret = c.kill();
+    x.retProbe = c.kill(0);
+    x.killed = c.killed;
+  };
+});
+
+differential('kill() with unknown signals throws ERR_UNKNOWN_SIGNAL and signals nothing', (spawn, x) => {
+  const c = spawn('sleep', ['5']);
+  onSpawn(c, () => {
+    x.errors = ['SIGFOO', 999, 'foo', null, {}, -1].map((sig) => {
+      try {
+        return { returned: c.kill(sig) };
+      } catch (err) {
+        return errShape(err);
+      }
+    });
+    x.killedAfterBadKills = c.killed;
+    setTimeout(() => {
+      x.stillRunning = c.exitCode === null && c.signalCode === null;
+      c.kill('SIGKILL');
+    }, 100);
+  });
+});
+
+differential('kill(0) probes: true, sets killed, child keeps running', (spawn, x) => {
+  const c = spawn('sleep', ['5']);
+  onSpawn(c, () => {
+    x.ret = c.kill(0);
+    x.killedAfterProbe = c.killed;
+    setTimeout(() => {
+      x.stillRunning = c.exitCode === null && c.signalCode === null;
+      c.kill('SIGKILL');
+    }, 150);
+  });
+});
+
+// ---------------------------------------------------------------- spawn errors
+differential('ENOENT program: error shape, no spawn, close -2', (spawn) => {
+  spawn('spawnpool-no-such-program', ['a', 'b']);
+});
+differential('ENOENT absolute path', (spawn) => { spawn(join(TMP, 'missing'), []); });
+differential('EACCES: a non-executable file', (spawn) => { spawn(NOT_EXEC, ['x']); });
+differential('a directory as program', (spawn) => { spawn(TMP); });
+differential('missing cwd', (spawn) => { spawn('pwd', [], { cwd: join(TMP, 'missing-dir') }); });
+differential('ENOENT with stdio ignore', (spawn) => { spawn('spawnpool-no-such-program', [], { stdio: 'ignore' }); });
+
+test('cwd is a file (ENOTDIR): Node throws; spawnpool throws the same or emits it as an error event', async () => {
+  const recs = {};
+  for (const [impl, spawn] of Object.entries(IMPLS)) {
+    recs[impl] = await recordScenario(spawn, (sp, x) => {
+      try {
+        sp('pwd', ['-L'], { cwd: NOT_EXEC });
+        x.returned = true;
+      } catch (err) {
+        x.thrown = errShape(err);
+      }
+    });
+  }
+  const thrown = recs.node.extra.thrown;
+  assert.equal(thrown?.code, 'ENOTDIR', 'Node throws ENOTDIR synchronously');
+  const pool = recs.spawnpool;
+  if (pool.extra.thrown) {
+    sameAsNode(pool.extra.thrown, thrown);
+    return;
+  }
+  // Documented (docs/behaviour-differences.md): the error arrives as an
+  // 'error' event shaped like Node's asynchronous spawn errors, then 'close'.
+  const [child] = pool.children;
+  const err = child.events.child.find((e) => e[0] === 'error')?.[1];
+  assert.ok(err, `no 'error' event: ${JSON.stringify(child.events.child)}`);
+  sameAsNode(
+    { events: child.events.child.map((e) => e[0]), code: err.code, errno: err.errno, syscall: err.syscall, path: err.path,
+      spawnargs: err.spawnargs, message: err.message, pid: child.pidAfter },
+    { events: ['error', 'close'], code: thrown.code, errno: thrown.errno, syscall: 'spawn pwd', path: 'pwd',
+      spawnargs: ['-L'], message: 'spawn pwd ENOTDIR', pid: 'undefined' });
+});
+
+// ---------------------------------------------------------------- options
+differential('cwd option', (spawn) => { spawn('pwd', [], { cwd: TMP }); });
+differential('cwd as URL', (spawn) => { spawn('pwd', [], { cwd: pathToFileURL(TMP) }); });
+differential('cwd as Buffer', (spawn) => { spawn('pwd', [], { cwd: Buffer.from(TMP) }); });
+differential('relative cwd', (spawn) => { spawn('pwd', [], { cwd: '.' }); });
+
+test('cwd output is the directory asked for', async () => {
+  const rec = await recordScenario(IMPLS.spawnpool, (sp) => { sp('pwd', [], { cwd: TMP }); });
+  assert.equal(rec.children[0].output.stdout.text, `${TMP}\n`);
+});
+
+differential('env option: only the given variables (undefined skipped, numbers stringified)', (spawn) => {
+  spawn('env', [], { env: { FOO: 'bar', EMPTY: '', SPACE: 'a b', UNI: 'é€😀', N: 5, U: undefined } });
+});
+differential('env default: process.env, same order', (spawn) => { spawn('env'); });
+differential('empty env: PATH-less lookup still finds echo', (spawn) => { spawn('echo', ['x'], { env: {} }); });
+differential('PATH lookup uses options.env.PATH', (spawn) => {
+  spawn('spawnpool-prog', ['x'], { env: { PATH: BIN } });
+});
+differential('PATH lookup skips a non-executable match (execvp)', (spawn) => {
+  spawn('spawnpool-prog', ['y'], { env: { PATH: `${BIN_NOEXEC}:${BIN}` } });
+});
+differential('PATH lookup with only a non-executable match: EACCES', (spawn) => {
+  spawn('spawnpool-prog', [], { env: { PATH: BIN_NOEXEC } });
+});
+differential('program not on the process PATH, no env: ENOENT', (spawn) => { spawn('spawnpool-prog'); });
+differential('argv0', (spawn) => { spawn('sh', ['-c', 'echo $0'], { argv0: 'custom-zero' }); });
+differential('args with spaces, unicode, empty strings, quotes', (spawn) => {
+  spawn('printf', ['[%s]\\n', 'a b', ' lead', 'ünï €😀', '', 'q"\'\\$x', '']);
+});
+differential('args null and options as second argument', (spawn) => {
+  spawn('pwd', null);
+  spawn('pwd', { cwd: TMP });
+});
+differential('shell: true', (spawn) => { spawn('echo "$0" | tr a-z A-Z', { shell: true }); });
+differential('shell: path string', (spawn) => { spawn('echo', ['a', 'b'], { shell: '/bin/sh' }); });
+differential('uid/gid (as root: drop to nobody)', (spawn) => {
+  if (process.getuid() !== 0) throw new Error('this scenario expects to run as root');
+  spawn('id', [], { uid: 65534, gid: 65534 });
+});
+
+// ---------------------------------------------------------------- stdio
+const outAndErr = ['-c', 'echo out; echo err >&2'];
+differential("stdio 'ignore'", (spawn) => { spawn('sh', outAndErr, { stdio: 'ignore' }); });
+differential("stdio ['pipe','ignore','pipe']", (spawn) => { spawn('sh', outAndErr, { stdio: ['pipe', 'ignore', 'pipe'] }); });
+differential("stdio ['pipe','pipe','pipe','ignore']", (spawn) => {
+  spawn('sh', outAndErr, { stdio: ['pipe', 'pipe', 'pipe', 'ignore'] });
+});
+differential("stdio 'pipe' string and [null, undefined] defaults", (spawn) => {
+  spawn('sh', outAndErr, { stdio: 'pipe' });
+  spawn('sh', outAndErr, { stdio: [null, undefined] });
+});
+
+for (const [label, stdio] of [
+  ["'inherit'", "'inherit'"],
+  ['[0, 1, 2]', '[0, 1, 2]'],
+  ["['pipe', process.stdout, 'pipe']", "['pipe', process.stdout, 'pipe']"],
+  ["['ignore', 'inherit', 'inherit']", "['ignore', 'inherit', 'inherit']"],
+]) {
+  test(`stdio ${label}: the child writes to the parent's own fds`, { timeout: 30000 }, async () => {
+    const body = `
+      const c = spawn('sh', ['-c', 'echo to-stdout; echo to-stderr >&2'], { stdio: ${stdio} });
+      const events = [];
+      c.on('spawn', () => events.push('spawn'));
+      c.on('exit', (code, sig) => events.push(['exit', code, sig]));
+      c.on('close', (code, sig) => {
+        events.push(['close', code, sig]);
+        process.stderr.write('\\nRESULT ' + JSON.stringify({ events, stdio: c.stdio.map((s) => s === null) }) + '\\n');
+      });`;
+    const node = await runNode('node', body);
+    const pool = await runNode('spawnpool', body);
+    assert.equal(node.stdout, 'to-stdout\n');
+    const seen = (r) => ({ stdout: r.stdout, code: r.code, results: r.results, stderrShown: r.stderr.includes('to-stderr\n') });
+    sameAsNode(seen(pool), seen(node));
+  });
+}
+
+// ---------------------------------------------------------------- stdin
+differential('stdin round trip: small', (spawn) => { spawn('cat').stdin.end('hello\n'); });
+differential('stdin round trip: 1 MB random binary', (spawn) => { spawn('cat').stdin.end(BLOB); });
+
+test('stdin round trip: 1 MB arrives intact (hash of what was sent)', async () => {
+  const rec = await recordScenario(IMPLS.spawnpool, (sp) => { sp('cat').stdin.end(BLOB); });
+  assert.equal(rec.children[0].output.stdout.sha256, sha256(BLOB));
+  assert.equal(rec.children[0].output.stdout.length, BLOB.length);
+});
+
+differential('stdin round trip: 5000 small writes then end()', (spawn) => {
+  const c = spawn('cat');
+  for (let i = 0; i < 5000; i++) c.stdin.write(`${i}\n`);
+  c.stdin.end();
+});
+differential('stdin end() with no data', (spawn) => { spawn('cat').stdin.end(); });
+differential('stdin end() with a callback and write callbacks', (spawn, x) => {
+  const c = spawn('cat');
+  x.cbs = [];
+  c.stdin.write('a', (err) => x.cbs.push(['write', err?.code ?? null]));
+  c.stdin.end('b', () => x.cbs.push(['end']));
+});
+differential('child closes stdin, then a write: EPIPE on stdin', (spawn, x) => {
+  const c = spawn('sh', ['-c', 'exec 0<&-; sleep 0.6']);
+  onSpawn(c, () => setTimeout(() => {
+    c.stdin.write('hello\n', (err) => { x.cb = err?.code ?? null; });
+  }, 250));
+});
+differential("write after 'exit': stdin destroyed, callback ERR_STREAM_DESTROYED", (spawn, x) => {
+  const c = spawn('true');
+  c.on('exit', () => {
+    x.destroyedAtExit = c.stdin.destroyed;
+    x.ret = c.stdin.write('x', (err) => { x.cb = err?.code ?? null; });
+  });
+});
+differential('1 MB written to a child that exits without reading', (spawn) => {
+  spawn('true').stdin.write(BLOB);
+}, {
+  // Whether the write fails with EPIPE or stdin is destroyed first at exit is
+  // a race in Node itself: compare the child's own events only.
+  project: (r) => r.children.map((c) => ({ child: c.events.child, exitCode: c.exitCode })),
+});
+
+// ---------------------------------------------------------------- stdout
+differential('stdout paused 300 ms then resumed: nothing lost, child blocked meanwhile', (spawn, x) => {
+  const c = spawn('seq', ['1', '300000']);
+  c.stdout.pause();
+  let n = 0;
+  c.stdout.on('data', () => n++);
+  setTimeout(() => {
+    x.dataWhilePaused = n;
+    x.exitedWhilePaused = c.exitCode !== null;
+    c.stdout.resume();
+  }, 300);
+});
+differential("setEncoding('utf8') with multibyte chars split across writes", (spawn) => {
+  const c = spawn('sh', ['-c', "printf '\\342\\202'; sleep 0.1; printf '\\254\\360\\237'; sleep 0.1; printf '\\230\\200\\n'"]);
+  c.stdout.setEncoding('utf8');
+});
+differential('large output: 20 MB through head -c, compared by hash', (spawn) => {
+  spawn('sh', ['-c', 'seq 1 3000000 | head -c 20000000']);
+});
+differential('stdout and stderr together', (spawn) => {
+  spawn('sh', ['-c', 'for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done']);
+});
+differential('stdout closed early by the child, stderr later', (spawn, x) => {
+  const c = spawn('sh', ['-c', 'exec 1>&-; sleep 0.2; echo x >&2']);
+  c.on('exit', () => { x.stdoutEndedBeforeExit = c.stdout.readableEnded; });
+});
+differential('stdout destroyed by the parent: child gets SIGPIPE', (spawn) => {
+  const c = spawn('yes');
+  c.stdout.once('data', () => c.stdout.destroy());
+}, {
+  // Node's stdio is a socketpair: the child sees ECONNRESET (exit 1) or
+  // SIGPIPE, a race in Node itself; over a pipe it is SIGPIPE. Compare the shape.
+  project: (r) => r.children.map((c) => ({
+    child: c.events.child.map((e) => e[0]),
+    stdout: c.events.stdout,
+    ended: c.exitCode === 1 || c.signalCode === 'SIGPIPE',
+  })),
+});
+differential('grandchild holds stdout open: close waits for it', (spawn, x) => {
+  const c = spawn('sh', ['-c', '(sleep 0.3; echo late) & echo early']);
+  c.on('exit', () => { x.stdoutEndedAtExit = c.stdout.readableEnded; });
+});
+
+// ---------------------------------------------------------------- detached and process tree
+function sessionFacts(pid) {
+  const st = procStat(pid);
+  const me = procStat(process.pid);
+  if (!st) return { gone: true };
+  return { sidIsOwnPid: st.session === pid, pgrpIsOwnPid: st.pgrp === pid, sameSid: st.session === me.session, samePgrp: st.pgrp === me.pgrp };
+}
+differential('detached: child leads a new session', (spawn, x) => {
+  const c = spawn('sleep', ['5'], { detached: true, stdio: 'ignore' });
+  onSpawn(c, () => {
+    x.session = sessionFacts(c.pid);
+    c.kill('SIGKILL');
+  });
+});
+differential('not detached: child stays in the parent session and process group', (spawn, x) => {
+  const c = spawn('sleep', ['5']);
+  onSpawn(c, () => {
+    x.session = sessionFacts(c.pid);
+    c.kill('SIGKILL');
+  });
+});
+
+test("documented: a spawnpool child's parent is a spawn server", async () => {
+  const rec = await recordScenario(IMPLS.spawnpool, (sp, x) => {
+    const c = sp('sleep', ['5']);
+    onSpawn(c, () => {
+      x.ppid = procStat(c.pid)?.ppid;
+      c.kill('SIGKILL');
+    });
+  });
+  const native = spawnpool.stats().available;
+  assert.ok(native ? serverPids().includes(rec.extra.ppid) : rec.extra.ppid === process.pid,
+    `parent ${rec.extra.ppid}, servers ${serverPids()}, native ${native}`);
+});
+
+test('unref()d detached child with stdio ignore lets the parent exit', { timeout: 30000 }, async () => {
+  const out = {};
+  for (const impl of Object.keys(IMPLS)) {
+    const marker = `7.${process.pid}${impl.length}1`;
+    const r = await runNode(impl, `
+      const c = spawn('sleep', ['${marker}'], { detached: true, stdio: 'ignore' });
+      c.unref();
+      c.on('spawn', () => process.stderr.write('\\nRESULT ' + JSON.stringify({ spawn: true }) + '\\n'));`);
+    killByMarker(marker);
+    assert.ok(r.ms < 5000, `${impl}: parent took ${Math.round(r.ms)} ms with an unref'd 7 s child`);
+    out[impl] = { code: r.code, results: r.results };
+  }
+  sameAsNode(out.spawnpool, out.node);
+});
+
+test("unref()d child with pipes keeps the parent alive until it exits (Node's behaviour)", { timeout: 30000 }, async () => {
+  const out = {};
+  for (const impl of Object.keys(IMPLS)) {
+    const r = await runNode(impl, `
+      const c = spawn('sh', ['-c', 'sleep 0.7; echo done']);
+      c.unref();
+      c.stdout.on('data', (d) => process.stdout.write(d));`);
+    out[impl] = { code: r.code, stdout: r.stdout };
+  }
+  assert.equal(out.node.stdout, 'done\n');
+  sameAsNode(out.spawnpool, out.node);
+});
+
+test('unref() then ref(): the parent waits for the child', { timeout: 30000 }, async () => {
+  const out = {};
+  for (const impl of Object.keys(IMPLS)) {
+    const r = await runNode(impl, `
+      const c = spawn('sleep', ['0.5'], { stdio: 'ignore' });
+      c.unref();
+      c.ref();
+      c.on('exit', (code, sig) => process.stderr.write('\\nRESULT ' + JSON.stringify({ exit: [code, sig] }) + '\\n'));`);
+    out[impl] = { code: r.code, results: r.results };
+  }
+  assert.deepEqual(out.node.results, [{ exit: [0, null] }]);
+  sameAsNode(out.spawnpool, out.node);
+});
+
+test('unref() alone with stdio ignore: the parent exits without waiting for exit', { timeout: 30000 }, async () => {
+  const out = {};
+  for (const impl of Object.keys(IMPLS)) {
+    const marker = `6.${process.pid}${impl.length}2`;
+    const r = await runNode(impl, `
+      const c = spawn('sleep', ['${marker}'], { stdio: 'ignore' });
+      c.unref();
+      c.on('exit', () => process.stderr.write('\\nRESULT ' + JSON.stringify({ exit: true }) + '\\n'));`);
+    killByMarker(marker);
+    assert.ok(r.ms < 5000, `${impl}: parent took ${Math.round(r.ms)} ms`);
+    out[impl] = { code: r.code, results: r.results };
+  }
+  sameAsNode(out.spawnpool, out.node);
+});
+
+test('a script that spawns a child and finishes exits by itself', { timeout: 30000 }, async () => {
+  const out = {};
+  for (const impl of Object.keys(IMPLS)) {
+    const r = await runNode(impl, `
+      const c = spawn('echo', ['hi']);
+      c.stdout.on('data', (d) => process.stdout.write(d));
+      c.on('close', (code) => process.stderr.write('\\nRESULT ' + JSON.stringify({ close: code }) + '\\n'));`,
+    { timeout: 5000 });
+    out[impl] = { code: r.code, signal: r.signal, stdout: r.stdout, results: r.results };
+  }
+  sameAsNode(out.spawnpool, out.node);
+});
+
+// ---------------------------------------------------------------- timeout and AbortSignal
+differential('timeout option kills with SIGTERM', (spawn) => { spawn('sleep', ['5'], { timeout: 150 }); });
+differential("timeout with killSignal 'SIGKILL'", (spawn) => { spawn('sleep', ['5'], { timeout: 150, killSignal: 'SIGKILL' }); });
+differential('timeout with killSignal 9', (spawn) => { spawn('sleep', ['5'], { timeout: 150, killSignal: 9 }); });
+differential('timeout longer than the child: nothing killed', (spawn) => { spawn('sleep', ['0.1'], { timeout: 3000 }); });
+differential('AbortSignal aborted before spawn', (spawn) => { spawn('sleep', ['5'], { signal: AbortSignal.abort() }); });
+differential('AbortSignal aborted after spawn', (spawn) => {
+  const ac = new AbortController();
+  const c = spawn('sleep', ['5'], { signal: ac.signal });
+  onSpawn(c, () => setTimeout(() => ac.abort(), 50));
+});
+differential('AbortSignal aborted synchronously after spawn() returns', (spawn) => {
+  const ac = new AbortController();
+  spawn('sleep', ['5'], { signal: ac.signal });
+  ac.abort();
+});
+differential('AbortSignal with a reason and killSignal SIGKILL', (spawn) => {
+  const ac = new AbortController();
+  const c = spawn('sleep', ['5'], { signal: ac.signal, killSignal: 'SIGKILL' });
+  onSpawn(c, () => ac.abort(new RangeError('why')));
+});
+differential('AbortSignal aborted after the child exited: nothing happens', (spawn) => {
+  const ac = new AbortController();
+  spawn('true', [], { signal: ac.signal });
+  return () => ac.abort();
+});
+
+// ---------------------------------------------------------------- bad arguments
+const BAD_ARGS = [
+  ['spawn(1)', [1]],
+  ['spawn()', []],
+  ['spawn(null)', [null]],
+  ["spawn('')", ['']],
+  ["spawn('a\\0')", ['a\0']],
+  ['args not an array', ['echo', 'notarray']],
+  ['args with NUL', ['echo', ['a\0b']]],
+  ['options not an object', ['echo', [], 'notobject']],
+  ['options null', ['echo', [], null]],
+  ['cwd number', ['echo', [], { cwd: 1 }]],
+  ['cwd with NUL', ['echo', [], { cwd: '/tmp\0' }]],
+  ['env value with NUL', ['env', [], { env: { A: 'x\0y' } }]],
+  ['env key with NUL', ['env', [], { env: { 'A\0B': 'x' } }]],
+  ["stdio 'bogus'", ['echo', [], { stdio: 'bogus' }]],
+  ["stdio ['pipe', 'bogus']", ['echo', [], { stdio: ['pipe', 'bogus'] }]],
+  ['timeout -1', ['echo', [], { timeout: -1 }]],
+  ["timeout 'x'", ['echo', [], { timeout: 'x' }]],
+  ['killSignal bogus', ['echo', [], { killSignal: 'bogus' }]],
+  ['killSignal 999', ['echo', [], { killSignal: 999 }]],
+  ['signal not an AbortSignal', ['echo', [], { signal: {} }]],
+  ["uid 'x'", ['echo', [], { uid: 'x' }]],
+  ['uid 1.5', ['echo', [], { uid: 1.5 }]],
+  ['gid -2', ['echo', [], { gid: -2 }]],
+  ['argv0 number', ['echo', [], { argv0: 1 }]],
+  ["detached 'yes'", ['echo', [], { detached: 'yes' }]],
+  ['shell number', ['echo', [], { shell: 1 }]],
+  ["windowsHide 'x'", ['echo', [], { windowsHide: 'x' }]],
+];
+for (const [label, args] of BAD_ARGS) {
+  test(`bad arguments: ${label}`, async () => {
+    const outcome = {};
+    for (const [impl, spawn] of Object.entries(IMPLS)) {
+      const rec = await recordScenario(spawn, (sp, x) => {
+        try {
+          sp(...args);
+          x.threw = false;
+        } catch (err) {
+          x.threw = errShape(err);
+        }
+      });
+      outcome[impl] = { extra: rec.extra, children: rec.children.map((c) => c.events.child) };
+    }
+    sameAsNode(outcome.spawnpool, outcome.node);
+  });
+}
+
+// ---------------------------------------------------------------- concurrency and fds
+test('200 concurrent echo children all complete with the right output', { timeout: 60000 }, async () => {
+  const scenario = (spawn) => {
+    for (let i = 0; i < 200; i++) spawn('echo', [`child-${i}`]);
+  };
+  const node = await recordScenario(IMPLS.node, scenario, { timeout: 20000 });
+  const pool = await recordScenario(IMPLS.spawnpool, scenario, { timeout: 20000 });
+  assert.deepEqual(pool.violations.flat(), []);
+  pool.children.forEach((c, i) => assert.equal(c.output.stdout.text, `child-${i}\n`, `child ${i}`));
+  sameAsNode(pool.children, node.children);
+});
+
+function fdListing(text) {
+  const fds = [];
+  for (const line of text.split('\n')) {
+    const m = /\s(\d+) -> (.*)$/.exec(line);
+    if (!m) continue;
+    const [, fd, target] = m;
+    if (AMBIENT.has(target) && Number(fd) > 2) continue;
+    let kind = target;
+    if (/^(pipe|socket):/.test(target)) kind = 'pipe-or-socket';
+    else if (/^\/proc\/\d+\/fd$/.test(target)) kind = "ls's own directory";
+    fds.push([Number(fd), kind]);
+  }
+  return fds.sort((a, b) => a[0] - b[0]);
+}
+for (const [label, stdio] of [['pipes', 'pipe'], ['stdin and stderr ignored', ['ignore', 'pipe', 'ignore']]]) {
+  test(`no fds leak into the child (${label})`, async () => {
+    const out = {};
+    for (const [impl, spawn] of Object.entries(IMPLS)) {
+      const rec = await recordScenario(spawn, (sp) => { sp('ls', ['-l', '/proc/self/fd'], { stdio }); });
+      out[impl] = fdListing(rec.children[0].output.stdout.text ?? '');
+    }
+    assert.deepEqual(out.node.map(([fd]) => fd).slice(0, 3), [0, 1, 2]);
+    sameAsNode(out.spawnpool, out.node);
+  });
+}
+
+test('stdio kind seen by the child (Node: socketpair; recorded, not compared)', async (t) => {
+  const kinds = {};
+  for (const [impl, spawn] of Object.entries(IMPLS)) {
+    const rec = await recordScenario(spawn, (sp) => { sp('sh', ['-c', 'readlink /proc/self/fd/0 /proc/self/fd/1 /proc/self/fd/2']); });
+    kinds[impl] = (rec.children[0].output.stdout.text ?? '').split('\n').filter(Boolean).map((l) => l.split(':')[0]);
+  }
+  t.diagnostic(`child stdio kinds: ${JSON.stringify(kinds)}`);
+  for (const k of Object.values(kinds)) assert.equal(k.length, 3);
+  await sleep(0);
+});
