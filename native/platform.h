@@ -1,8 +1,9 @@
 /* Build-time platform choices for spawnd, in one place.
  *
- * spawnd is Linux-only: epoll for the loop, clone(CLONE_VM|CLONE_VFORK|
- * CLONE_PIDFD) to spawn (Linux 5.2), pidfd_send_signal (5.1) to kill
- * without racing pid reuse. Elsewhere the library uses its JS server. */
+ * spawnd is Linux-only (5.4 or later): epoll for the loop,
+ * clone(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) to spawn (5.2), waitid(P_PIDFD)
+ * to reap (5.4), pidfd_send_signal to kill without racing pid reuse (5.1).
+ * Elsewhere the library uses its JS server. */
 #ifndef SPAWND_PLATFORM_H
 #define SPAWND_PLATFORM_H
 
