@@ -59,6 +59,7 @@ export class ChildProcess extends EventEmitter {
     this._alive = false;
     this._refed = true;
     this._startedAt = 0;
+    this._spawning = false;
   }
 
   /**
@@ -74,7 +75,12 @@ export class ChildProcess extends EventEmitter {
     const wire = new Wire(this, server, request);
     this._wire = wire;
     this._alive = true;
+    // One hold for the process (dropped by unref() or exit), one until the
+    // spawn's outcome is known: Node spawns synchronously, so even an
+    // unref()'d child exists, and sees 'spawn', before the parent can exit.
     wire.hold();
+    wire.hold();
+    this._spawning = true;
     this.stdio = new Array(stdioLength).fill(null);
     for (let fd = 0; fd < 3; fd++) {
       if (request.stdio[fd] !== STDIO_PIPE) continue;
@@ -96,6 +102,7 @@ export class ChildProcess extends EventEmitter {
   _onMessage(msg) {
     switch (msg.type) {
       case T.SPAWNED:
+        this._settled();
         this.pid = msg.pid;
         this._onSpawned?.(performance.now() - this._startedAt, null);
         this.emit('spawn');
@@ -114,6 +121,7 @@ export class ChildProcess extends EventEmitter {
         this._onExit(msg.signal === 0 ? msg.code : null, msg.signal === 0 ? null : signalName(msg.signal));
         break;
       case T.SPAWN_ERROR:
+        this._settled();
         this._onSpawned?.(undefined, msg);
         this._onSpawnError(msg.errno);
         break;
@@ -123,6 +131,12 @@ export class ChildProcess extends EventEmitter {
       default:
         break;
     }
+  }
+
+  _settled() {
+    if (!this._spawning) return;
+    this._spawning = false;
+    this._wire.release();
   }
 
   _exited() {
@@ -158,6 +172,7 @@ export class ChildProcess extends EventEmitter {
 
   /** The server died with this child in flight (see docs/behaviour-differences.md). */
   _onServerLost(cause) {
+    this._settled();
     if (!this._alive) {
       this._endStreams();
       return;

@@ -1,7 +1,7 @@
 // Node-shaped errors, in one place. Codes and messages follow Node's
 // lib/internal/errors.js so that code written against node:child_process
 // (which matches on `code`, and sometimes on `message`) sees no difference.
-import { inspect, getSystemErrorName } from 'node:util';
+import { inspect, format, getSystemErrorName } from 'node:util';
 
 const classRe = /^[A-Z][a-zA-Z0-9]*$/;
 // Node accepts 'Function' and 'Object' as spellings of the primitive types.
@@ -142,7 +142,13 @@ function addNumericalSeparator(val) {
 
 /** ERR_UNKNOWN_SIGNAL. */
 export function unknownSignal(signal) {
-  return nodeError(TypeError, 'ERR_UNKNOWN_SIGNAL', `Unknown signal: ${signal}`);
+  return nodeError(TypeError, 'ERR_UNKNOWN_SIGNAL', format('Unknown signal: %s', signal));
+}
+
+/** ERR_INVALID_SYNC_FORK_INPUT: stdio data entries are for the *Sync functions only. */
+export function invalidSyncForkInput(value) {
+  return nodeError(TypeError, 'ERR_INVALID_SYNC_FORK_INPUT',
+    `Asynchronous forks do not support Buffer, TypedArray, DataView or string input: ${inspect(value)}`);
 }
 
 /** A plain Error with a code, for spawnpool's own conditions (documented in README). */

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { resolve } from 'node:path';
 import { constants } from 'node:os';
 import {
-  invalidArgType, invalidArgValue, outOfRange, unknownSignal,
+  invalidArgType, invalidArgValue, outOfRange, unknownSignal, invalidSyncForkInput,
 } from './errors.js';
 import { STDIO_PIPE, STDIO_IGNORE, stdioFd } from './protocol.js';
 
@@ -61,7 +61,9 @@ function validatedCwd(cwd) {
   if (text.includes('\u0000')) {
     throw invalidArgValue('options.cwd', cwd, 'must be a string, Uint8Array, or URL without null bytes');
   }
-  return text;
+  // Node (20-24) validates a Buffer cwd and then ignores it: its native
+  // spawn reads `cwd` only when it is a string. Children run in the parent's.
+  return typeof cwd === 'string' ? text : undefined;
 }
 
 /**
@@ -192,9 +194,7 @@ export function planStdio(stdio) {
       const fd = typeof s === 'number' ? s : s.fd;
       mode = Number.isInteger(fd) && fd >= 0 && fd <= 2 ? stdioFd(fd) : undefined;
     } else if (ArrayBuffer.isView(s) || typeof s === 'string') {
-      const err = new TypeError(`Asynchronous forks do not support Buffer, TypedArray, DataView or string input: ${JSON.stringify(s)}`);
-      err.code = 'ERR_INVALID_SYNC_FORK_INPUT';
-      throw err;
+      throw invalidSyncForkInput(s);
     } else {
       throw invalidArgValue('stdio', s);
     }

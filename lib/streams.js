@@ -67,7 +67,12 @@ export class ChildReadable extends Readable {
   }
 }
 
-/** stdin of a served child. */
+/**
+ * stdin of a served child. As with Node's pipe, a write's callback reports
+ * the outcome of writing into the child's pipe: it runs when the server
+ * acknowledges the bytes (WROTE), or with EPIPE when the child closed it.
+ * Writes queued meanwhile are sent together (_writev).
+ */
 export class ChildWritable extends Writable {
   constructor(wire) {
     super();
@@ -78,29 +83,44 @@ export class ChildWritable extends Writable {
   }
 
   _write(chunk, encoding, callback) {
-    this._pending = { chunk, offset: 0, callback };
+    this._start(chunk, callback);
+  }
+
+  _writev(entries, callback) {
+    this._start(entries.length === 1 ? entries[0].chunk : Buffer.concat(entries.map((e) => e.chunk)), callback);
+  }
+
+  _start(data, callback) {
+    if (data.length === 0) {
+      callback();
+      return;
+    }
+    this._pending = { data, offset: 0, unacked: data.length, callback };
     this._pump();
   }
 
   _pump() {
     const p = this._pending;
-    if (p === null) return;
-    while (p.offset < p.chunk.length && this._inflight < STDIN_WINDOW && this._open) {
-      const n = Math.min(p.chunk.length - p.offset, STDIN_WINDOW - this._inflight);
-      this._wire.stdin(p.chunk.subarray(p.offset, p.offset + n));
+    while (p !== null && p.offset < p.data.length && this._inflight < STDIN_WINDOW && this._open) {
+      const n = Math.min(p.data.length - p.offset, STDIN_WINDOW - this._inflight);
+      this._wire.stdin(p.data.subarray(p.offset, p.offset + n));
       p.offset += n;
       this._inflight += n;
     }
-    if (p.offset === p.chunk.length) {
-      this._pending = null;
-      p.callback();
-    }
   }
 
-  /** WROTE: bytes reached the child's pipe; the window reopens. */
+  /** WROTE: bytes reached the child's pipe. */
   _onWrote(bytes) {
     this._inflight -= bytes;
-    this._pump();
+    const p = this._pending;
+    if (p === null) return;
+    p.unacked -= bytes;
+    if (p.unacked === 0) {
+      this._pending = null;
+      p.callback();
+    } else {
+      this._pump();
+    }
   }
 
   _final(callback) {
@@ -114,7 +134,11 @@ export class ChildWritable extends Writable {
   /** END for fd 0: writing failed (EPIPE when the child closed its stdin). */
   _onEnd(errno) {
     this._open = false;
-    this.destroy(errnoError(errno, 'write'));
+    const err = errnoError(errno, 'write');
+    const p = this._pending;
+    this._pending = null;
+    if (p !== null) p.callback(err);
+    else this.destroy(err);
   }
 
   /** The child exited: the server has closed the pipe already. */

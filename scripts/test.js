@@ -77,7 +77,7 @@ step('native server: build and C unit tests (plain, ASan/UBSan)', process.execPa
   ['scripts/build-native.js', '--test']);
 step('types: tsc -p test/types', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'test/types']);
 
-const all = testFiles('test');
+const all = [...testFiles('test'), ...testFiles('native/test')];
 nodeTests(`node ${process.version}`, process.execPath, all);
 
 const spawnSuites = all.filter((f) => !f.includes('bench-') && !f.includes('types'));

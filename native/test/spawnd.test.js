@@ -353,7 +353,10 @@ test('protocol errors: FATAL then exit 3; wrong version: HELLO then exit 2', asy
   const flood = new Conn();
   const id = flood.spawn(['sleep', '5']);
   for (let i = 0; i < 20; i++) flood.send(P.encodeStdin(id, Buffer.alloc(65536)));
-  await flood.frame((m) => m.type === P.T.FATAL);
+  // The server exits with our unread bytes still queued: Linux then resets
+  // the socket (ECONNRESET) and may drop the FATAL it wrote. The exit status
+  // is the contract here.
+  await flood.frame((m) => m.type === P.T.FATAL).catch((err) => assert.match(err.message, /socket closed/));
   assert.equal((await flood.exit).code, 3);
   const v2 = new Conn({ hello: false });
   v2.send(P.encodeHello(2));
