@@ -1,5 +1,5 @@
 // Public API: node:child_process's surface, served by a pool of spawn servers.
-import * as nodeChildProcess from 'node:child_process';
+import nodeChildProcess from 'node:child_process';
 import { Pool } from './pool.js';
 import { createSpawn } from './spawn.js';
 import { createExec } from './exec.js';
@@ -21,8 +21,27 @@ export const { exec, execFile } = createExec(spawn);
 /** Statistics of the default pool (servers, in flight, totals, fallbacks, latency). */
 export const stats = () => getDefaultPool().stats();
 
-export { ChildProcess };
-// Served by node:child_process unchanged (docs/behaviour-differences.md).
-export const { fork, spawnSync, execSync, execFileSync } = nodeChildProcess;
+// What a server cannot serve (synchronous calls, fork's IPC channel) is
+// node:child_process's own function, counted in stats().fallbacks.
+function fallback(name) {
+  const original = nodeChildProcess[name];
+  const wrapper = {
+    [name](...args) {
+      getDefaultPool().counters.fallbacks++;
+      return original.apply(this, args);
+    },
+  }[name];
+  Object.defineProperty(wrapper, 'length', { value: original.length });
+  return wrapper;
+}
 
-export default { spawn, exec, execFile, fork, spawnSync, execSync, execFileSync, ChildProcess, createPool, stats };
+export const fork = fallback('fork');
+export const spawnSync = fallback('spawnSync');
+export const execSync = fallback('execSync');
+export const execFileSync = fallback('execFileSync');
+export const _forkChild = nodeChildProcess._forkChild;
+export { ChildProcess };
+
+export default {
+  _forkChild, ChildProcess, exec, execFile, execFileSync, execSync, fork, spawn, spawnSync, createPool, stats,
+};
