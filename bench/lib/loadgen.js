@@ -10,13 +10,16 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Run `file args`, collect stdout/stderr, kill it after `timeoutMs`. */
-export function runCapture(file, args, { timeoutMs = 120_000, env, cwd } = {}) {
+export function runCapture(file, args, { timeoutMs = 120_000, env, cwd, onStdout } = {}) {
   return new Promise((resolve) => {
     const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], env, cwd });
     let stdout = '';
     let stderr = '';
     let timedOut = false;
-    child.stdout.on('data', (d) => (stdout += d));
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      onStdout?.(stdout, child);
+    });
     child.stderr.on('data', (d) => (stderr = (stderr + d).slice(-8192)));
     const timer = setTimeout(() => {
       timedOut = true;
@@ -33,7 +36,8 @@ export function runCapture(file, args, { timeoutMs = 120_000, env, cwd } = {}) {
   });
 }
 
-const failed = (why) => ({ rps: null, p50: null, p99: null, requests: 0, seconds: 0, errors: 1, non2xx: 0, bodyErrors: 0, firstError: why });
+const oneLine = (text) => text.replace(/\s*\n\s*/g, ' | ').slice(0, 240);
+const failed = (why) => ({ rps: null, p50: null, p99: null, requests: 0, seconds: 0, errors: 1, non2xx: 0, bodyErrors: 0, firstError: oneLine(why) });
 
 /** bombardier's JSON result → the common shape, with the byte-count check. */
 export function fromBombardier(json, { requests, bodyBytes, minHead }) {
@@ -77,8 +81,9 @@ async function bombardier(tool, { url, connections, requests, bodyBytes, minHead
   return fromBombardier(json, { requests, bodyBytes, minHead });
 }
 
-// wrk has no request count: each thread stops itself after its share, and
-// every body is compared with the expected file in Lua.
+// wrk has no request count: each thread stops itself after its share and
+// says so; once all have, SIGINT ends wrk's sleep (it then reports the time
+// actually taken). Every body is compared with the expected file in Lua.
 const WRK_SCRIPT = `
 local threads = {}
 function setup(thread) table.insert(threads, thread) end
@@ -90,7 +95,7 @@ end
 function response(status, headers, body)
   count = count + 1
   if status ~= 200 then non2xx = non2xx + 1 elseif body ~= expected then bad = bad + 1 end
-  if count >= limit then wrk.thread:stop() end
+  if count == limit then io.write("WRKDONE\\n"); io.flush(); wrk.thread:stop() end
 end
 function done(summary, latency, requests)
   local c, b, n = 0, 0, 0
@@ -108,7 +113,14 @@ async function wrk(tool, { url, connections, requests, expectedFile, timeoutMs, 
   const perThread = Math.ceil(requests / threads);
   const maxSec = Math.ceil(timeoutMs / 1000);
   const args = ['-t', String(threads), '-c', String(connections), '-d', `${maxSec}s`, '--timeout', '10s', '-s', script, url, '--', String(perThread), expectedFile];
-  const res = await runCapture(tool.path, args, { timeoutMs: timeoutMs + 5000 });
+  let signalled = false;
+  const onStdout = (text, child) => {
+    if (!signalled && text.split('WRKDONE').length - 1 >= threads) {
+      signalled = true;
+      child.kill('SIGINT');
+    }
+  };
+  const res = await runCapture(tool.path, args, { timeoutMs: timeoutMs + 5000, onStdout });
   const m = /WRKJSON (\{.*\})/.exec(res.stdout);
   if (!m) return failed(`wrk failed (${res.code}): ${(res.stderr || res.stdout).trim().slice(0, 300)}`);
   const j = JSON.parse(m[1]);
@@ -135,8 +147,13 @@ async function autocannon(_tool, { url, connections, requests, expected, timeout
   const want = expected.toString('latin1');
   let timer;
   let instance;
+  // autocannon notices the end only at its next sample tick and rounds its
+  // duration: time the run ourselves, start to last response.
+  const t0 = performance.now();
+  let last = t0;
   const done = new Promise((resolve, reject) => {
-    instance = run({ url, connections, amount: requests, timeout: 10, verifyBody: (body) => body === want }, (err, r) => (err ? reject(err) : resolve(r)));
+    instance = run({ url, connections, amount: requests, timeout: 10, sampleInt: 100, verifyBody: (body) => body === want }, (err, r) => (err ? reject(err) : resolve(r)));
+    instance.on('response', () => (last = performance.now()));
     timer = setTimeout(() => instance.stop(), timeoutMs);
   });
   let r;
@@ -148,12 +165,13 @@ async function autocannon(_tool, { url, connections, requests, expected, timeout
     clearTimeout(timer);
   }
   const answered = r['1xx'] + r['2xx'] + r['3xx'] + r['4xx'] + r['5xx'];
+  const seconds = (last - t0) / 1000;
   const out = {
-    rps: answered / r.duration,
+    rps: answered / seconds,
     p50: r.latency.p50,
     p99: r.latency.p99,
     requests: answered,
-    seconds: r.duration,
+    seconds,
     errors: r.errors + Math.max(0, requests - answered - r.errors), // errors include timeouts
     non2xx: r.non2xx,
     bodyErrors: r.mismatches,
