@@ -338,6 +338,10 @@ differential("stdio 'pipe' string and [null, undefined] defaults", (spawn) => {
   spawn('sh', outAndErr, { stdio: [null, undefined] });
 });
 
+differential("stdio ['pipe','pipe','pipe','pipe']: a fourth pipe (Node's own path in spawnpool)", (spawn) => {
+  spawn('sh', ['-c', 'echo three >&3; echo out'], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+});
+
 for (const [label, stdio] of [
   ["'inherit'", "'inherit'"],
   ['[0, 1, 2]', '[0, 1, 2]'],
@@ -675,4 +679,11 @@ test('stdio kind seen by the child (Node: socketpair; recorded, not compared)', 
   t.diagnostic(`child stdio kinds: ${JSON.stringify(kinds)}`);
   for (const k of Object.values(kinds)) assert.equal(k.length, 3);
   await sleep(0);
+});
+
+test('the suite ran against the native servers, not the node:child_process fallback', () => {
+  const s = spawnpool.stats();
+  assert.equal(s.available, true, `spawnpool fell back to node:child_process: ${JSON.stringify(s)}`);
+  assert.ok(s.spawned > 0, 'no child went through the servers');
+  assert.equal(s.restarts, 0, 'a server died during the suite');
 });

@@ -272,6 +272,26 @@ test('fd limit reached in the server: EMFILE errors, no crash, later spawns succ
   assert.equal(out.available, true);
 });
 
+test('a server binary that cannot start: no spawn fails, all fall back to node:child_process', { timeout: 20000 }, async () => {
+  const pool = createPool({ size: 2, server: '/bin/false' });
+  pools.push(pool);
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w.code);
+  process.on('warning', onWarning);
+  try {
+    // Concurrent first: these are handed to servers before they are known to be broken.
+    const first = await Promise.all([0, 1, 2, 3].map((i) => watch(pool.spawn('echo', [`fb-${i}`]))));
+    const later = [];
+    for (let i = 4; i < 7; i++) later.push(await watch(pool.spawn('echo', [`fb-${i}`])));
+    const seen = [...first, ...later].map((r) => ({ errors: r.events.filter((e) => e[0] === 'error').map((e) => e[1].code), code: r.code, stdout: r.stdout }));
+    assert.deepEqual(seen, seen.map((_, i) => ({ errors: [], code: 0, stdout: `fb-${i}\n` })));
+    assert.equal(pool.stats().available, false);
+    assert.ok(warnings.includes('SPAWNPOOL_UNAVAILABLE'), `warnings: ${warnings}`);
+  } finally {
+    process.off('warning', onWarning);
+  }
+});
+
 test('close() makes the servers exit', { timeout: 20000 }, async () => {
   const pool = await startedPool();
   const pids = serverPidsOf(pool);
