@@ -311,6 +311,40 @@ differential('PATH lookup with only a non-executable match: EACCES', (spawn) => 
   spawn('spawnpool-prog', [], { env: { PATH: BIN_NOEXEC } });
 });
 differential('program not on the process PATH, no env: ENOENT', (spawn) => { spawn('spawnpool-prog'); });
+differential('relative program path resolved against options.cwd', (spawn) => {
+  spawn('./spawnpool-prog', ['rel'], { cwd: BIN });
+  spawn('bin/spawnpool-prog', ['rel2'], { cwd: TMP });
+});
+differential("PATH entry '.' searched in options.cwd", (spawn) => {
+  spawn('spawnpool-prog', ['dot'], { cwd: BIN, env: { PATH: '.' } });
+});
+differential('process.env changed after the pool started: the child sees the change', (spawn) => {
+  process.env.SPAWNPOOL_DIFF_LATE = 'late value';
+  try {
+    spawn('printenv', ['SPAWNPOOL_DIFF_LATE']);
+  } finally {
+    delete process.env.SPAWNPOOL_DIFF_LATE;
+  }
+});
+differential('process.chdir() after the pool started: the child runs in the new cwd', (spawn) => {
+  const old = process.cwd();
+  process.chdir(BIN);
+  try {
+    spawn('pwd');
+    spawn('./spawnpool-prog', ['chdir']);
+  } finally {
+    process.chdir(old);
+  }
+});
+differential('signal mask, ignored signals, umask and fd limits the child starts with', (spawn) => {
+  spawn('sh', ['-c', "grep -E '^Sig(Blk|Ign)' /proc/self/status; umask; ulimit -n; ulimit -Hn"]);
+});
+differential('$$ in the child is child.pid', (spawn, x) => {
+  const c = spawn('sh', ['-c', 'echo $$']);
+  let out = '';
+  c.stdout.on('data', (d) => { out += d; });
+  return () => { x.pidMatches = out.trim() === String(c.pid); };
+}, { project: (r) => ({ extra: r.extra, events: r.children.map((c) => c.events) }) });
 differential('argv0', (spawn) => { spawn('sh', ['-c', 'echo $0'], { argv0: 'custom-zero' }); });
 differential('args with spaces, unicode, empty strings, quotes', (spawn) => {
   spawn('printf', ['[%s]\\n', 'a b', ' lead', 'ünï €😀', '', 'q"\'\\$x', '']);
@@ -336,6 +370,9 @@ differential("stdio ['pipe','pipe','pipe','ignore']", (spawn) => {
 differential("stdio 'pipe' string and [null, undefined] defaults", (spawn) => {
   spawn('sh', outAndErr, { stdio: 'pipe' });
   spawn('sh', outAndErr, { stdio: [null, undefined] });
+});
+differential("stdio 'overlapped' (a pipe outside Windows)", (spawn) => {
+  spawn('sh', outAndErr, { stdio: 'overlapped' });
 });
 
 differential("stdio ['pipe','pipe','pipe','pipe']: a fourth pipe (Node's own path in spawnpool)", (spawn) => {
@@ -387,6 +424,22 @@ differential('stdin end() with a callback and write callbacks', (spawn, x) => {
   x.cbs = [];
   c.stdin.write('a', (err) => x.cbs.push(['write', err?.code ?? null]));
   c.stdin.end('b', () => x.cbs.push(['end']));
+});
+differential('stdin write with an encoding, and setDefaultEncoding', (spawn) => {
+  const c = spawn('od', ['-An', '-tx1']);
+  c.stdin.write('\u00e9', 'latin1');
+  c.stdin.setDefaultEncoding('hex');
+  c.stdin.end('0aff');
+});
+differential('stdin write after end(): ERR_STREAM_WRITE_AFTER_END', (spawn, x) => {
+  const c = spawn('cat');
+  c.stdin.end('a');
+  x.ret = c.stdin.write('b', (err) => { x.cb = err?.code ?? null; });
+});
+differential('stdin destroyed by the parent: the child sees EOF', (spawn) => {
+  const c = spawn('sh', ['-c', 'cat; echo eof']);
+  c.stdin.write('before\n');
+  setTimeout(() => c.stdin.destroy(), 100);
 });
 differential('child closes stdin, then a write: EPIPE on stdin', (spawn, x) => {
   const c = spawn('sh', ['-c', 'exec 0<&-; sleep 0.6']);
@@ -447,9 +500,12 @@ differential('stdout destroyed by the parent: child gets SIGPIPE', (spawn) => {
     ended: c.exitCode === 1 || c.signalCode === 'SIGPIPE',
   })),
 });
-differential('grandchild holds stdout open: close waits for it', (spawn, x) => {
+differential('grandchild holds stdout open: close waits for it; kill() after exit returns false', (spawn, x) => {
   const c = spawn('sh', ['-c', '(sleep 0.3; echo late) & echo early']);
-  c.on('exit', () => { x.stdoutEndedAtExit = c.stdout.readableEnded; });
+  c.on('exit', () => {
+    x.stdoutEndedAtExit = c.stdout.readableEnded;
+    x.killAfterExit = c.kill();
+  });
 });
 
 // ---------------------------------------------------------------- detached and process tree
@@ -561,6 +617,9 @@ test('a script that spawns a child and finishes exits by itself', { timeout: 300
 differential('timeout option kills with SIGTERM', (spawn) => { spawn('sleep', ['5'], { timeout: 150 }); });
 differential("timeout with killSignal 'SIGKILL'", (spawn) => { spawn('sleep', ['5'], { timeout: 150, killSignal: 'SIGKILL' }); });
 differential('timeout with killSignal 9', (spawn) => { spawn('sleep', ['5'], { timeout: 150, killSignal: 9 }); });
+differential('timeout: a child that ignores SIGTERM runs on, killed is still true', (spawn) => {
+  spawn('sh', ['-c', 'trap "" TERM; sleep 0.5; echo survived'], { timeout: 100 });
+});
 differential('timeout longer than the child: nothing killed', (spawn) => { spawn('sleep', ['0.1'], { timeout: 3000 }); });
 differential('AbortSignal aborted before spawn', (spawn) => { spawn('sleep', ['5'], { signal: AbortSignal.abort() }); });
 differential('AbortSignal aborted after spawn', (spawn) => {

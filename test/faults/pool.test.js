@@ -292,6 +292,27 @@ test('a server binary that cannot start: no spawn fails, all fall back to node:c
   }
 });
 
+test('an oversized spawn request (20 MB env) fails alone with E2BIG; the server and its other children survive', { timeout: 20000 }, async () => {
+  const pool = createPool({ size: 1 });
+  pools.push(pool);
+  const bystander = pool.spawn('sh', ['-c', 'sleep 0.5; echo bystander']);
+  const bystanderDone = watch(bystander);
+  await once(bystander, 'spawn');
+  trackServers(pool);
+  const server = serverPidsOf(pool)[0];
+  let outcome;
+  try {
+    const big = await watch(pool.spawn('true', [], { env: { BIG: 'x'.repeat(20e6) } }));
+    outcome = big.events.map((e) => (e[0] === 'error' ? `error:${e[1].code}` : e[0]));
+  } catch (err) {
+    outcome = [`throw:${err.code}`]; // Node throws E2BIG synchronously
+  }
+  assert.ok(['throw:E2BIG', 'error:E2BIG,close'].includes(outcome.join(',')), `outcome: ${outcome}`);
+  const b = await bystanderDone;
+  assert.deepEqual([b.events.map((e) => e[0]), b.stdout], [['spawn', 'exit', 'close'], 'bystander\n']);
+  assert.deepEqual([pool.stats().restarts, serverPidsOf(pool)], [0, [server]]);
+});
+
 test('close() makes the servers exit', { timeout: 20000 }, async () => {
   const pool = await startedPool();
   const pids = serverPidsOf(pool);

@@ -72,7 +72,10 @@ export function instrument(child, seq) {
     r.pidAtSpawn = pidKind(child.pid);
     push('child', 'spawn');
   });
-  child.on('exit', (code, signal) => push('child', 'exit', code, signal));
+  child.on('exit', (code, signal) => {
+    push('child', 'exit', code, signal);
+    r.atExit = { exitCode: child.exitCode, signalCode: child.signalCode, killed: child.killed };
+  });
   child.on('close', (code, signal) => {
     push('child', 'close', code, signal);
     r.streamsAtClose = (child.stdio ?? []).map((s) => (s ? { destroyed: s.destroyed } : null));
@@ -151,6 +154,7 @@ export function finish(r) {
   return {
     events: sequences(r.events),
     pidAtSpawn: r.pidAtSpawn,
+    atExit: r.atExit,
     pidAfter: pidKind(c.pid),
     exitCode: c.exitCode,
     signalCode: c.signalCode,
