@@ -42,10 +42,14 @@ function combine(load, verify) {
  */
 export async function runHttp({ contenders, config, loadgen, expected, env, progress }) {
   const out = Object.fromEntries(contenders.map((c) => [c.id, { runs: { echo: [], cat: [] }, stats: [] }]));
+  const total = config.rounds * contenders.length;
+  let run = 0;
   for (let round = 0; round < config.rounds; round++) {
     const order = rotate(contenders, round).filter((c) => !out[c.id].unavailable);
-    for (const [i, c] of order.entries()) {
-      const where = `round ${round + 1}/${config.rounds} · ${i + 1}/${order.length} ${c.id}`;
+    run += contenders.length - order.length; // runs of contenders found unavailable earlier
+    for (const c of order) {
+      run++;
+      const where = `run ${run}/${total} (round ${round + 1}/${config.rounds}) ${c.id}`;
       progress.status(`${where} · starting`);
       let server;
       try {

@@ -60,7 +60,10 @@ export function summarizeMicro(micro) {
     .map((r) => byImpl(r.results, impl)?.unavailable).find(Boolean) ?? null;
   const sp = micro.raw.map((r) => byImpl(r.results, 'spawnpool')).filter((r) => r?.rss);
   const servers = sp.length ? sp[sp.length - 1].rss.servers : [];
-  const eld = (impl) => (micro.eld ? byImpl(micro.eld.results, impl) : null);
+  const eld = (impl) => {
+    const r = micro.eld ? byImpl(micro.eld.results, impl) : null;
+    return r && !r.unavailable && Number.isFinite(r.eldP99) ? r : null;
+  };
   return {
     ceiling: median(micro.ceiling.map((c) => c.rate)),
     ceilingThreads: micro.ceiling[0]?.threads ?? null,

@@ -20,7 +20,7 @@ export function computeTargets(results) {
     t.push({ name, value, shown: value == null ? `– (${missing})` : fmt(value), met: value == null ? null : ok(value) });
   };
   const sp = (x) => (spUnavail ? null : x);
-  const why = (other) => spUnavail ?? other;
+  const why = (other) => (spUnavail ? 'spawnpool not built' : other);
   add('echo: spawnpool ≥ 1.1x Go', sp(ratio(rpsOf(results, 'echo', 'spawnpool'), rpsOf(results, 'echo', 'go'))), fmtRatio, (v) => v >= 1.1, why('spawnpool or Go did not run'));
   add('163 KB: spawnpool ≥ 1.0x Rust', sp(ratio(rpsOf(results, 'cat', 'spawnpool'), rpsOf(results, 'cat', 'rust'))), fmtRatio, (v) => v >= 1.0, why('spawnpool or Rust did not run'));
   if (mic) {
@@ -112,6 +112,7 @@ export function renderMarkdown(results) {
   }
   if (results.micro.summary) {
     out.push('', '### Micro-benchmarks (no HTTP)', '', ...microTable(results));
+    if (results.micro.summary.spawnpoolUnavailable) out.push('', `spawnpool: ${results.micro.summary.spawnpoolUnavailable}`);
     for (const e of results.micro.summary.errors) out.push(`- ⚠ ${e}`);
   }
   out.push('', '### Targets', '', row(['target', 'measured', '']), row(['---', '---:', '---']));

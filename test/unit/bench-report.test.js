@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { CAT_FILE_SIZE, generateCSource, sha256 } from '../../bench/lib/fixture.js';
 import { renderSvg } from '../../bench/lib/svg.js';
 import { computeTargets, renderMarkdown, chartPanels } from '../../bench/lib/report.js';
+import { summarizeMicro } from '../../bench/lib/micro.js';
 
 test('the cat fixture is 163 KB and the same bytes every time', () => {
   const a = generateCSource();
@@ -93,4 +94,25 @@ test('renderMarkdown: one table per workload with ratios vs Node, Go and Rust', 
   assert.match(md, /\| \*\*spawnpool\*\* \| 1,800 <sub>1,800–1,800<\/sub> \| 10\.0 \| 20\.0 \| 4\.50x \| 1\.20x \| 1\.13x \| 0 \|/);
   assert.match(md, /### Micro-benchmarks/);
   assert.match(md, /\| echo: spawnpool ≥ 1\.1x Go \| 1\.20x \| met \|/);
+});
+
+test('summarizeMicro: an unavailable spawnpool yields nulls and its reason, never a crash', () => {
+  const why = 'spawnpool not built (x)';
+  const m = summarizeMicro({
+    ceiling: [{ rate: 3000, threads: 2 }, { rate: 3200, threads: 2 }],
+    raw: [{ results: [{ impl: 'node', rate: 900 }, { impl: 'spawnpool', unavailable: why }] }],
+    eld: { results: [{ impl: 'node', eldP99: 20, eldMax: 30, achieved: 800 }, { impl: 'spawnpool', unavailable: why }] },
+    heaps: [{ heapMB: 50, rssMB: 90, results: [{ impl: 'node', rate: 400 }, { impl: 'spawnpool', unavailable: why }] }],
+    errors: [],
+  });
+  assert.equal(m.ceiling, 3100);
+  assert.equal(m.raw.node, 900);
+  assert.equal(m.raw.spawnpool, null);
+  assert.equal(m.eld.spawnpool, null);
+  assert.equal(m.heaps[0].spawnpool, null);
+  assert.equal(m.spawnpoolUnavailable, why);
+  const r = fakeResults({ spawnpool: false });
+  r.micro.summary = m;
+  r.targets = computeTargets(r);
+  assert.match(renderMarkdown(r), /\| raw spawns\/s .* \| 900\/s \| not built \|/);
 });
