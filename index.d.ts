@@ -80,8 +80,12 @@ export interface Pool {
   execFile: typeof cp.execFile;
   /** A snapshot of this pool's state and counters. */
   stats(): PoolStats;
-  /** Stops the servers; running children keep running but lose their pipes. */
-  close(): void;
+  /**
+   * Stops taking spawns (later calls throw `ERR_SPAWNPOOL_CLOSED`) and
+   * resolves once every running child has finished and the servers have
+   * exited. With `timeout` (ms), children still running then get SIGKILL.
+   */
+  close(options?: { timeout?: number }): Promise<void>;
 }
 
 /** Creates a pool of its own, separate from the default one. */

@@ -12,7 +12,7 @@ const getDefaultPool = () => (defaultPool ??= new Pool());
 export function createPool(options) {
   const pool = new Pool(options);
   const spawn = createSpawn(() => pool);
-  return { spawn, ...createExec(spawn), stats: () => pool.stats(), close: () => pool.close() };
+  return { spawn, ...createExec(spawn), stats: () => pool.stats(), close: (options) => pool.close(options) };
 }
 
 export const spawn = createSpawn(getDefaultPool);

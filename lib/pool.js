@@ -1,10 +1,13 @@
 // A pool of spawn servers: started together on first use, least-busy
 // dispatch, replaced when one dies, never keeping an idle process alive.
-import { accessSync, readFileSync, constants as fsConstants } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { debuglog } from 'node:util';
 import { Server } from './server.js';
+import { VERSION } from './protocol.js';
+import { poolError } from './errors.js';
 
 const debug = debuglog('spawnpool');
 const defaultBinary = fileURLToPath(new URL('../native/build/spawnd', import.meta.url));
@@ -55,11 +58,37 @@ export class Pool {
     this.counters = { spawned: 0, spawnErrors: 0, fallbacks: 0, restarts: 0, lost: 0 };
     this.latencies = new Float64Array(LATENCY_SAMPLES);
     this.latencyCount = 0;
-    try {
-      accessSync(this.binary, fsConstants.X_OK);
-    } catch (err) {
-      this.markUnavailable(`native server not found at ${this.binary} (run "npm install" to build it)`, err);
+    this.probed = false;
+    this.closing = null;
+    this.onClosed = null;
+    this.exiting = [];
+  }
+
+  // Runs the binary once, synchronously, before the first server starts: a
+  // missing or foreign binary must send spawns to node:child_process rather
+  // than fail the first children handed to it.
+  probe() {
+    this.probed = true;
+    const r = spawnSync(this.binary, ['--version'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] });
+    const expected = `spawnd protocol ${VERSION}\n`;
+    if (r.error?.code === 'ENOENT') {
+      this.markUnavailable(`native server not found at ${this.binary} (run "npm install" to build it)`, r.error);
+    } else if (r.error || r.stdout !== expected) {
+      this.markUnavailable(`${this.binary} is not a working spawnd speaking protocol ${VERSION}`,
+        r.error ?? new Error(`--version printed ${JSON.stringify(r.stdout)}, exit ${r.status ?? r.signal}`));
     }
+  }
+
+  /**
+   * The server for the next spawn (per the strategy), or null when spawns
+   * must go to node:child_process. Starts the pool on first use.
+   */
+  acquire() {
+    if (this.closed) throw poolError('ERR_SPAWNPOOL_CLOSED', 'spawnpool: this pool is closed');
+    if (!this.probed) this.probe();
+    if (this.unavailable !== null) return null;
+    if (this.servers.length < this.size) this.start();
+    return this.pick();
   }
 
   markUnavailable(reason, cause) {
@@ -74,7 +103,12 @@ export class Pool {
   }
 
   startServer() {
-    return new Server(this.binary, (server, cause, orphans) => this.onServerGone(server, cause, orphans));
+    return new Server(this.binary, this);
+  }
+
+  /** A server finished with a child: a closing pool may now be idle. */
+  onRelease() {
+    if (this.closing !== null) this.closeIdle();
   }
 
   onServerGone(server, cause, orphans) {
@@ -91,9 +125,7 @@ export class Pool {
     debug('replacing server %d', server.pid);
   }
 
-  /** The server for the next spawn, per the strategy. Starts the pool on first use. */
   pick() {
-    if (this.servers.length < this.size) this.start();
     const servers = this.servers;
     if (this.strategy === 'random') return servers[Math.floor(Math.random() * servers.length)];
     const start = this.next++ % servers.length;
@@ -131,10 +163,35 @@ export class Pool {
     };
   }
 
-  /** Stops the servers. Running children keep running; their output is cut. */
-  close() {
+  /**
+   * Stops taking spawns and resolves once every running child has finished
+   * and the servers have exited. After `timeout` ms the children still
+   * running are sent SIGKILL; a second later their servers are closed.
+   */
+  close({ timeout } = {}) {
+    if (this.closing !== null) return this.closing;
     this.closed = true;
-    for (const s of this.servers) s.close();
-    this.servers = [];
+    this.closing = new Promise((resolve) => {
+      this.onClosed = resolve;
+    });
+    if (timeout !== undefined) {
+      setTimeout(() => {
+        for (const s of this.servers) for (const child of s.children.values()) child.kill('SIGKILL');
+        setTimeout(() => this.closeIdle(true), 1000).unref();
+      }, timeout).unref();
+    }
+    this.closeIdle();
+    return this.closing;
+  }
+
+  closeIdle(force = false) {
+    const idle = this.servers.filter((x) => force || x.inFlight === 0);
+    this.servers = this.servers.filter((x) => !idle.includes(x));
+    this.exiting.push(...idle.map((x) => x.close()));
+    if (this.servers.length === 0 && this.onClosed !== null) {
+      const resolve = this.onClosed;
+      this.onClosed = null;
+      Promise.all(this.exiting).then(() => resolve());
+    }
   }
 }

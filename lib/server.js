@@ -2,10 +2,12 @@
 // its fd 3, speaks the protocol, and routes each frame to the child it names.
 import { spawn as nodeSpawn } from 'node:child_process';
 import { debuglog } from 'node:util';
-import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION } from './protocol.js';
+import { constants } from 'node:os';
+import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, MAX_FRAME } from './protocol.js';
 
 const debug = debuglog('spawnpool');
 const EMPTY = Buffer.alloc(0);
+const { E2BIG } = constants.errno;
 
 // The server keeps only what it needs from our environment: sanitizer and
 // debug switches. Children get their env in each SPAWN, never the server's.
@@ -15,15 +17,16 @@ const passEnv = (env) => Object.fromEntries(Object.entries(env).filter(([k]) =>
 export class Server {
   /**
    * Starts the binary now; frames may be sent at once (the server reads them
-   * after the handshake). `onGone(server, error)` is called once when it dies.
+   * after the handshake). Tells `pool` when it dies (onServerGone) and when
+   * a child is done with it (onRelease).
    */
-  constructor(binary, onGone) {
+  constructor(binary, pool) {
     this.children = new Map();
     this.nextId = 1;
     this.refs = 0;
     this.ready = false;
     this.gone = false;
-    this.onGone = onGone;
+    this.pool = pool;
     this.queue = [];
     this.queued = false;
     this.decoder = new Decoder((msg) => this.dispatch(msg));
@@ -34,9 +37,7 @@ export class Server {
       env: passEnv(process.env),
     });
     this.proc.on('error', (err) => this.die(err));
-    this.proc.on('exit', (code, signal) => {
-      this.exitStatus = signal ?? code;
-    });
+    this.exited = new Promise((resolve) => this.proc.once('exit', resolve));
     this.pid = this.proc.pid;
     this.socket = this.proc.stdio[3];
     this.socket.on('data', (chunk) => this.onData(chunk));
@@ -74,13 +75,20 @@ export class Server {
     const id = this.nextId;
     this.nextId = this.nextId === 0xffffffff ? 1 : this.nextId + 1;
     this.children.set(id, child);
-    this.send(encodeSpawn(id, request));
+    const frame = encodeSpawn(id, request);
+    if (frame.length - 4 > MAX_FRAME) {
+      // Far past what execve takes (E2BIG): answer as the server would,
+      // rather than send a frame it must reject as a protocol error.
+      process.nextTick(() => this.dispatch({ type: T.SPAWN_ERROR, id, errno: E2BIG, syscall: 'spawn' }));
+    } else {
+      this.send(frame);
+    }
     return id;
   }
 
   /** The child is done on the wire: its id may be forgotten. */
   release(id) {
-    this.children.delete(id);
+    if (this.children.delete(id)) this.pool.onRelease();
   }
 
   /** A running child wants the event loop kept alive (or not any more). */
@@ -129,12 +137,15 @@ export class Server {
     if (!this.socket.destroyed) this.socket.destroy();
     const orphans = [...this.children.values()];
     this.children.clear();
-    this.onGone(this, cause, orphans);
+    this.pool.onServerGone(this, cause, orphans);
   }
 
-  /** Closes the connection; the server exits at EOF. */
+  /** Closes the connection; the server exits at EOF. Resolves at its exit. */
   close() {
     this.flush();
     this.socket.end();
+    // Whoever awaits close() sees the exit: hold the loop until then.
+    this.proc.ref();
+    return this.exited;
   }
 }

@@ -81,13 +81,14 @@ export function createSpawn(getPool) {
     const killSignal = sanitizeKillSignal(opts.killSignal);
     const plan = planStdio(opts.stdio);
     const pool = getPool();
-    if (plan === null || pool.unavailable !== null) {
+    const server = plan === null ? null : pool.acquire();
+    if (server === null) {
       pool.counters.fallbacks++;
       return nodeSpawn(file, args, options);
     }
     const child = new ChildProcess();
     const request = toRequest(norm, plan, pool.window);
-    child._spawn(pool.pick(), request, plan.length, (ms) => pool.recordSpawn(ms));
+    child._spawn(server, request, plan.length, (ms) => pool.recordSpawn(ms));
     superviseChild(child, opts, killSignal);
     return child;
   };

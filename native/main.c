@@ -17,6 +17,7 @@
 #include "child.h"
 #include "conn.h"
 #include "loop.h"
+#include "protocol.h"
 #include "platform.h"
 #include "spawn.h"
 
@@ -29,6 +30,7 @@ static _Noreturn void usage(const char *why)
 	fprintf(stderr,
 		"spawnd: %s\n"
 		"usage: spawnd [parent-pid]   (with a SOCK_STREAM socket on fd 3)\n"
+		"       spawnd --version\n"
 		"spawnd is started by the spawnpool library, not by hand.\n", why);
 	exit(SPAWND_EXIT_USAGE);
 }
@@ -145,6 +147,12 @@ int main(int argc, char **argv)
 	int r;
 
 	spawnd_debug = dbg && strcmp(dbg, "1") == 0;
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		/* The client's start-up probe: this binary runs and speaks v1. */
+		if (printf("spawnd protocol %d\n", SP_VERSION) < 0 || fflush(stdout) != 0)
+			return 111;
+		return 0;
+	}
 	fill_std_fds();
 	check_socket();
 	cloexec_inherited();

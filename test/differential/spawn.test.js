@@ -13,7 +13,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as nodeCp from 'node:child_process';
-import { EventEmitter } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { randomBytes, createHash } from 'node:crypto';
 import {
   mkdtempSync, writeFileSync, mkdirSync, chmodSync, rmSync, realpathSync, readFileSync, readdirSync, readlinkSync,
@@ -355,10 +355,23 @@ differential('args null and options as second argument', (spawn) => {
 });
 differential('shell: true', (spawn) => { spawn('echo "$0" | tr a-z A-Z', { shell: true }); });
 differential('shell: path string', (spawn) => { spawn('echo', ['a', 'b'], { shell: '/bin/sh' }); });
-differential('uid/gid (as root: drop to nobody)', (spawn) => {
-  if (process.getuid() !== 0) throw new Error('this scenario expects to run as root');
-  spawn('id', [], { uid: 65534, gid: 65534 });
-});
+if (process.getuid() === 0) {
+  differential('uid/gid (as root: drop to nobody)', (spawn) => {
+    spawn('id', [], { uid: 65534, gid: 65534 });
+  });
+} else {
+  // Documented difference: Node throws EPERM from spawn() itself; spawnpool
+  // learns it from the server and emits it as 'error', then 'close'.
+  test('uid/gid (not root): Node throws EPERM, spawnpool emits it as an error event', async () => {
+    const other = process.getuid() === 65534 ? 65533 : 65534;
+    assert.throws(() => nodeCp.spawn('id', [], { uid: other }), { code: 'EPERM', syscall: 'spawn' });
+    const child = spawnpool.spawn('id', [], { uid: other });
+    const [err] = await once(child, 'error');
+    assert.equal(err.code, 'EPERM');
+    assert.equal(err.errno, -1);
+    assert.deepEqual(await once(child, 'close'), [-1, null]);
+  });
+}
 
 // ---------------------------------------------------------------- stdio
 const outAndErr = ['-c', 'echo out; echo err >&2'];

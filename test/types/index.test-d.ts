@@ -21,7 +21,7 @@ run('ls').then(({ stdout }) => stdout.trim());
 const pool = createPool({ size: 2, strategy: 'round-robin' });
 const s: PoolStats = pool.stats();
 const p50: number | null = s.latency.p50;
-pool.spawn('true').on('close', () => pool.close());
+pool.spawn("true").on("close", () => { void pool.close({ timeout: 100 }); });
 stats().servers.map((x) => x.pid);
 const ok: boolean = child instanceof ChildProcess;
 spawnpool.spawn('true');

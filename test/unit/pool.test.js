@@ -1,0 +1,70 @@
+// The pool's own contract: sizing, strategies, draining close().
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { availableParallelism } from 'node:os';
+import { existsSync } from 'node:fs';
+import { createPool } from '../../lib/index.js';
+import { availableCpus } from '../../lib/pool.js';
+
+const alive = (pid) => existsSync(`/proc/${pid}`);
+
+test('default size: CPUs available to the process, at least 1, at most the affinity', () => {
+  const n = availableCpus();
+  assert.ok(Number.isInteger(n) && n >= 1 && n <= availableParallelism());
+});
+
+test('close() drains: a running child finishes normally, then the servers exit', async () => {
+  const pool = createPool({ size: 2 });
+  const child = pool.spawn('sh', ['-c', 'sleep 0.3; echo done']);
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  await once(child, 'spawn');
+  const pids = pool.stats().servers.map((s) => s.pid);
+  const closed = pool.close();
+  assert.throws(() => pool.spawn('true'), { code: 'ERR_SPAWNPOOL_CLOSED' });
+  const [code, signal] = await once(child, 'close');
+  assert.deepEqual([code, signal, out], [0, null, 'done\n']);
+  await closed;
+  assert.deepEqual(pids.filter(alive), []);
+  assert.equal(pool.close(), closed, 'close() twice returns the same promise');
+});
+
+test('close({ timeout }) sends SIGKILL to children still running after it', async () => {
+  const pool = createPool({ size: 1 });
+  const child = pool.spawn('sleep', ['30']);
+  await once(child, 'spawn');
+  const started = Date.now();
+  const closing = pool.close({ timeout: 100 });
+  const [code, signal] = await once(child, 'close');
+  await closing;
+  assert.deepEqual([code, signal], [null, 'SIGKILL']);
+  assert.ok(Date.now() - started < 5000);
+});
+
+test('strategies spread concurrent spawns over every server', async () => {
+  for (const strategy of ['least-busy', 'round-robin', 'random']) {
+    const pool = createPool({ size: 2, strategy });
+    const children = Array.from({ length: 20 }, () => pool.spawn('sleep', ['0.2']));
+    await Promise.all(children.map((c) => once(c, 'spawn')));
+    const load = pool.stats().servers.map((s) => s.inFlight);
+    assert.equal(load.reduce((a, b) => a + b), 20, strategy);
+    assert.ok(load.every((n) => n > 0), `${strategy}: ${load}`);
+    if (strategy !== 'random') assert.deepEqual(load, [10, 10], strategy);
+    await Promise.all(children.map((c) => once(c, 'close')));
+    await pool.close();
+  }
+});
+
+test('a request over the 16 MiB frame limit is E2BIG for that child only', async () => {
+  const pool = createPool({ size: 1 });
+  const big = pool.spawn('true', [], { env: { BIG: 'x'.repeat(17 * 1024 * 1024) } });
+  const [err] = await once(big, 'error');
+  assert.equal(err.code, 'E2BIG');
+  assert.equal(err.syscall, 'spawn true');
+  const ok = pool.spawn('echo', ['still fine']);
+  const [code] = await once(ok, 'close');
+  assert.equal(code, 0);
+  assert.equal(pool.stats().restarts, 0);
+  await pool.close();
+});
