@@ -46,7 +46,7 @@ export interface PoolOptions {
   server?: string;
   /**
    * Bytes of stdout/stderr a server may send ahead of the consumer, per stream.
-   * @default 131072
+   * @default 262144
    */
   window?: number;
 }

@@ -88,7 +88,7 @@ export class ChildProcess extends EventEmitter {
         this.stdin = this.stdio[0] = new ChildWritable(wire);
         continue;
       }
-      const stream = new ChildReadable(wire, fd);
+      const stream = new ChildReadable(wire, fd, request.window);
       wire.open.add(fd);
       this._closesNeeded++;
       stream.on('close', () => maybeClose(this));

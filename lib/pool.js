@@ -49,7 +49,7 @@ export class Pool {
     this.size = options.size ?? availableCpus();
     this.strategy = options.strategy ?? 'least-busy';
     this.binary = options.server ?? process.env.SPAWNPOOL_SERVER ?? defaultBinary;
-    this.window = options.window ?? 128 * 1024;
+    this.window = options.window ?? 256 * 1024;
     this.servers = [];
     this.closed = false;
     this.next = 0;

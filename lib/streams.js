@@ -6,20 +6,30 @@ import { Readable, Writable } from 'node:stream';
 import { STDIN_WINDOW } from './protocol.js';
 import { errnoError } from './errors.js';
 
-/** stdout / stderr of a served child. */
+/**
+ * stdout / stderr of a served child. Credit goes back in batches of at least
+ * half the window, and only while the consumer keeps up: a frame per chunk
+ * cost a socket write (and a wake-up of the server) per 64 KiB. No deadlock:
+ * a server out of credit means we owe it the whole window.
+ */
 export class ChildReadable extends Readable {
-  constructor(wire, fd) {
+  constructor(wire, fd, window) {
     super();
     this._wire = wire;
     this._fd = fd;
     this._owed = 0;
+    this._batch = Math.max(1, window >>> 1);
     this._open = true;
     this._refed = true;
     wire.hold();
   }
 
   _read() {
-    if (this._owed > 0 && this._open) {
+    this._grant();
+  }
+
+  _grant() {
+    if (this._owed >= this._batch && this._open) {
       this._wire.credit(this._fd, this._owed);
       this._owed = 0;
     }
@@ -27,8 +37,8 @@ export class ChildReadable extends Readable {
 
   _onData(data) {
     if (!this._open) return;
-    if (this.push(data)) this._wire.credit(this._fd, data.length);
-    else this._owed += data.length;
+    this._owed += data.length;
+    if (this.push(data)) this._grant();
   }
 
   /** END from the server: EOF (errno 0) or a read error. */

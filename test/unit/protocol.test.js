@@ -123,7 +123,54 @@ test('a stream split at every byte decodes to the same frames', () => {
   const decoder = new P.Decoder((m) => pieces.push(m));
   for (let i = 0; i < stream.length; i++) decoder.push(stream.subarray(i, i + 1));
   assert.equal(whole.length, frames.length);
-  assert.deepEqual(pieces, whole);
+  assert.deepEqual(mergeData(pieces), mergeData(whole));
+});
+
+// A split DATA frame arrives as consecutive DATA messages of the same id and
+// fd; merging such runs makes byte-wise and whole decoding comparable.
+function mergeData(messages) {
+  const out = [];
+  for (const m of messages) {
+    const last = out[out.length - 1];
+    if (m.type === P.T.DATA && last?.type === P.T.DATA && last.id === m.id && last.fd === m.fd) {
+      out[out.length - 1] = { ...last, data: Buffer.concat([last.data, m.data]) };
+    } else {
+      out.push(m);
+    }
+  }
+  return out;
+}
+
+test('a split DATA frame is delivered as its bytes arrive, without re-joining', () => {
+  const payload = Buffer.alloc(70000, 7);
+  const stream = Buffer.concat([P.encodeData(5, 2, payload), P.encodeExit(5, 0, 0)]);
+  const seen = [];
+  const decoder = new P.Decoder((m) => seen.push(m));
+  decoder.push(stream.subarray(0, 65536));
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0].data.length, 65536 - 10);
+  assert.equal(seen[0].data.buffer, stream.buffer, 'a view of the chunk, not a copy');
+  decoder.push(stream.subarray(65536, 65540));
+  decoder.push(stream.subarray(65540));
+  assert.deepEqual(seen.map((m) => [m.type, m.id, m.fd, m.data?.length]),
+    [[P.T.DATA, 5, 2, 65526], [P.T.DATA, 5, 2, 4], [P.T.DATA, 5, 2, 70000 - 65530], [P.T.EXIT, 5, undefined, undefined]]);
+  assert.ok(Buffer.concat(seen.slice(0, 3).map((m) => m.data)).equals(payload));
+});
+
+test('a listener throwing on a piece of a split DATA frame loses and repeats nothing', () => {
+  const payload = Buffer.alloc(100, 9);
+  const stream = Buffer.concat([P.encodeData(1, 1, payload), P.encodeExit(1, 0, 0)]);
+  const got = [];
+  let thrown = 0;
+  const decoder = new P.Decoder((m) => {
+    got.push(m);
+    if (m.type === P.T.DATA && thrown++ < 2) throw new Error('listener failed');
+  });
+  assert.throws(() => decoder.push(stream.subarray(0, 50)), /listener failed/);
+  assert.throws(() => decoder.push(stream.subarray(50)), /listener failed/);
+  decoder.push(Buffer.alloc(0));
+  assert.equal(Buffer.concat(got.filter((m) => m.type === P.T.DATA).map((m) => m.data)).length, 100);
+  assert.deepEqual(got.map((m) => m.type), [P.T.DATA, P.T.DATA, P.T.EXIT]);
 });
 
 test('a frame larger than MAX_FRAME is refused before it is buffered', () => {
