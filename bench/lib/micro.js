@@ -68,7 +68,7 @@ export function summarizeMicro(micro) {
     ceiling: median(micro.ceiling.map((c) => c.rate)),
     ceilingThreads: micro.ceiling[0]?.threads ?? null,
     raw: { node: rate(micro.raw, 'node'), spawnpool: rate(micro.raw, 'spawnpool') },
-    eld: { node: eld('node'), spawnpool: eld('spawnpool') },
+    eld: { node: eld('node'), spawnpool: eld('spawnpool'), floor: micro.eld?.floor ?? null },
     heaps: micro.heaps.map((h) => ({ mb: h.heapMB, rssMB: h.rssMB, node: byImpl(h.results, 'node')?.rate ?? null, spawnpool: byImpl(h.results, 'spawnpool')?.rate ?? null })),
     serverRss: { source: sp.length ? sp[sp.length - 1].rss.source : null, servers },
     spawnpoolUnavailable: unavailable('spawnpool'),

@@ -2,10 +2,13 @@
 // spawning `file` at a fixed `rate` per second for `seconds`, per
 // implementation; also the call → 'spawn' latency. Prints one JSON line.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { spawn as nodeSpawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { NOT_NATIVE, flags, loadImpl } from './common.js';
 import { percentile } from '../lib/stats.js';
 
-const opt = flags({ impls: 'node,spawnpool', seconds: 4, rate: 1000, file: '/bin/true' });
+const opt = flags({ impls: 'node,spawnpool', seconds: 4, rate: 1000, file: '/bin/true', load: '' });
 
 function run(spawn, seconds, rate) {
   return new Promise((resolve) => {
@@ -78,6 +81,35 @@ function run(spawn, seconds, rate) {
   });
 }
 
+// --load IMPL: only produce the spawn load (for the floor measurement below).
+if (opt.load) {
+  const { spawn } = await loadImpl(opt.load);
+  const perTick = Math.max(1, Math.round(opt.rate / 100));
+  setInterval(() => {
+    for (let i = 0; i < perTick; i++) spawn(opt.file, [], { stdio: 'ignore' }).on('error', () => {});
+  }, 10);
+  await new Promise(() => {});
+}
+
+/**
+ * The machine's floor: the event-loop delay of this process, spawning
+ * nothing, while another process produces the same spawn load. On a small
+ * machine the children's CPU alone delays every process's wake-ups; no
+ * spawn implementation can get below this.
+ */
+async function floor(seconds, rate, impl) {
+  const load = nodeSpawn(process.execPath, [fileURLToPath(import.meta.url), '--load', impl, '--rate', String(rate), '--file', opt.file],
+    { stdio: 'ignore' });
+  await sleep(500);
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  await sleep(seconds * 1000);
+  h.disable();
+  load.kill('SIGKILL');
+  const ms = (ns) => ns / 1e6;
+  return { impl: `floor (${impl} load in another process)`, eldP50: ms(h.percentile(50)), eldP99: ms(h.percentile(99)), eldMax: ms(h.max) };
+}
+
 const out = { results: [] };
 for (const name of opt.impls.split(',')) {
   const impl = await loadImpl(name);
@@ -92,5 +124,6 @@ for (const name of opt.impls.split(',')) {
   }
   out.results.push({ impl: name, ...(await run(impl.spawn, opt.seconds, opt.rate)) });
 }
+out.floor = await floor(opt.seconds, opt.rate, 'spawnpool');
 process.stdout.write(`${JSON.stringify(out)}\n`);
 process.exit(0);
