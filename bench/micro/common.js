@@ -83,3 +83,27 @@ export function serverRss(stats, excludeName) {
   const procs = pids.map(status).filter((p) => p && p.rssKB > 0 && (source === 'pool.stats()' || p.ppid === process.pid) && p.name !== excludeName);
   return { source, servers: procs };
 }
+
+/**
+ * Spawns `file` (stdio ignored) and calls `done(err)` exactly once: at
+ * 'close', at 'error', or after a synchronous throw. `onSpawn` sees 'spawn'.
+ */
+export function spawnOnce(spawn, file, done, onSpawn) {
+  let finished = false;
+  const finish = (err) => {
+    if (finished) return;
+    finished = true;
+    done(err);
+  };
+  try {
+    const child = spawn(file, [], { stdio: 'ignore' });
+    if (onSpawn) child.on('spawn', onSpawn);
+    child.on('error', finish);
+    child.on('close', () => finish());
+  } catch (err) {
+    setImmediate(() => finish(err));
+  }
+}
+
+/** The first error's text, as the reports show it. */
+export const errorText = (err) => `${err.code ?? ''} ${err.message}`.trim();

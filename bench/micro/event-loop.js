@@ -5,7 +5,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { spawn as nodeSpawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { NOT_NATIVE, flags, loadImpl } from './common.js';
+import { NOT_NATIVE, errorText, flags, loadImpl, spawnOnce } from './common.js';
 import { percentile } from '../lib/stats.js';
 
 const opt = flags({ impls: 'node,spawnpool', seconds: 4, rate: 1000, file: '/bin/true', load: '' });
@@ -40,26 +40,15 @@ function run(spawn, seconds, rate) {
     const one = () => {
       const t0 = performance.now();
       inflight++;
-      let finished = false;
-      const finish = (err) => {
-        if (finished) return;
-        finished = true;
+      spawnOnce(spawn, opt.file, (err) => {
         inflight--;
         if (err) {
           errors++;
-          firstError ??= `${err.code ?? ''} ${err.message}`.trim();
+          firstError ??= errorText(err);
         } else done++;
         lastDone = performance.now();
         finishAll();
-      };
-      try {
-        const child = spawn(opt.file, [], { stdio: 'ignore' });
-        child.on('spawn', () => latencies.push(performance.now() - t0));
-        child.on('error', finish);
-        child.on('close', () => finish());
-      } catch (err) {
-        setImmediate(() => finish(err));
-      }
+      }, () => latencies.push(performance.now() - t0));
     };
     const watchdog = setTimeout(() => finishAll(true), (seconds + 20) * 1000); // never hang the benchmark
     h.enable();

@@ -2,7 +2,7 @@
 // children in flight for `seconds`, per implementation, while this process
 // holds `heap-mb` MiB of Buffers. Prints one JSON line.
 import { basename } from 'node:path';
-import { NOT_NATIVE, flags, holdMemory, loadImpl, selfRssMB, serverRss } from './common.js';
+import { NOT_NATIVE, errorText, flags, holdMemory, loadImpl, selfRssMB, serverRss, spawnOnce } from './common.js';
 
 const opt = flags({ impls: 'node,spawnpool', seconds: 3, warmup: 16, concurrency: 64, 'heap-mb': 0, file: '/bin/true' });
 
@@ -34,25 +34,15 @@ function measure(spawn, seconds, concurrency, count = Infinity) {
       if (performance.now() >= end || launched >= count) return settle();
       launched++;
       inflight++;
-      let finished = false;
-      const finish = (err) => {
-        if (finished) return;
-        finished = true;
+      spawnOnce(spawn, opt.file, (err) => {
         inflight--;
         if (err) {
           errors++;
-          firstError ??= `${err.code ?? ''} ${err.message}`.trim();
+          firstError ??= errorText(err);
         } else done++;
         if (errors > 1000) return settle(); // a broken implementation: stop early
         launch();
-      };
-      try {
-        const child = spawn(opt.file, [], { stdio: 'ignore' });
-        child.on('error', finish);
-        child.on('close', () => finish());
-      } catch (err) {
-        setImmediate(() => finish(err));
-      }
+      });
     };
     for (let i = 0; i < concurrency; i++) launch();
   });
