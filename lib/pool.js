@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { debuglog } from 'node:util';
 import { Server } from './server.js';
 import { VERSION } from './protocol.js';
-import { poolError } from './errors.js';
+import { poolError, invalidArgType, invalidArgValue } from './errors.js';
 
 const debug = debuglog('spawnpool');
 const defaultBinary = fileURLToPath(new URL('../native/build/spawnd', import.meta.url));
@@ -37,6 +37,24 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 }
 
+const STRATEGIES = ['least-busy', 'round-robin', 'random'];
+
+function validatePoolOptions(options) {
+  if (options === null || typeof options !== 'object') throw invalidArgType('options', 'object', options);
+  const { size, strategy, server, window } = options;
+  const positiveInt = (v, name, max) => {
+    if (v === undefined) return;
+    if (typeof v !== 'number') throw invalidArgType(name, 'number', v);
+    if (!Number.isInteger(v) || v < 1 || v > max) throw invalidArgValue(name, v, `must be an integer from 1 to ${max}`);
+  };
+  positiveInt(size, 'options.size', 1024);
+  positiveInt(window, 'options.window', 0x7fffffff);
+  if (strategy !== undefined && !STRATEGIES.includes(strategy)) {
+    throw invalidArgValue('options.strategy', strategy, `must be one of ${STRATEGIES.map((x) => `'${x}'`).join(', ')}`);
+  }
+  if (server !== undefined && typeof server !== 'string') throw invalidArgType('options.server', 'string', server);
+}
+
 export class Pool {
   /**
    * @param {object} [options]
@@ -46,6 +64,7 @@ export class Pool {
    * @param {number} [options.window] stdout/stderr credit per stream, bytes
    */
   constructor(options = {}) {
+    validatePoolOptions(options);
     this.size = options.size ?? availableCpus();
     this.strategy = options.strategy ?? 'least-busy';
     this.binary = options.server ?? process.env.SPAWNPOOL_SERVER ?? defaultBinary;

@@ -68,3 +68,18 @@ test('a request over the 16 MiB frame limit is E2BIG for that child only', async
   assert.equal(pool.stats().restarts, 0);
   await pool.close();
 });
+
+test('bad pool options throw Node-style errors naming the option', () => {
+  const cases = [
+    [null, 'ERR_INVALID_ARG_TYPE', /"options" argument/],
+    [{ size: 0 }, 'ERR_INVALID_ARG_VALUE', /options\.size' must be an integer from 1 to 1024/],
+    [{ size: 1.5 }, 'ERR_INVALID_ARG_VALUE', /options\.size/],
+    [{ size: '2' }, 'ERR_INVALID_ARG_TYPE', /"options\.size" property must be of type number/],
+    [{ window: -1 }, 'ERR_INVALID_ARG_VALUE', /options\.window/],
+    [{ strategy: 'fastest' }, 'ERR_INVALID_ARG_VALUE', /'least-busy', 'round-robin', 'random'/],
+    [{ server: 42 }, 'ERR_INVALID_ARG_TYPE', /"options\.server" property must be of type string/],
+  ];
+  for (const [options, code, message] of cases) {
+    assert.throws(() => createPool(options), { code, message }, JSON.stringify(options));
+  }
+});
