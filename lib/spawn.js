@@ -1,7 +1,7 @@
 // spawn(): Node's lib/child_process.js spawn(), with the process started by
 // a pool server. What a server cannot serve goes to node:child_process.
 import { spawn as nodeSpawn } from 'node:child_process';
-import { addAbortListener } from 'node:events';
+import * as events from 'node:events';
 import { ChildProcess } from './child-process.js';
 import {
   normalizeSpawnArguments, validateTimeout, validateAbortSignal, sanitizeKillSignal, planStdio, resolveCwd,
@@ -36,6 +36,18 @@ function abortChildProcess(child, killSignal, reason) {
   }
 }
 
+// events.addAbortListener (Node >= 20.5), as Node's spawn uses, cannot be
+// silenced by another listener's stopImmediatePropagation(); earlier 20.x
+// get a plain listener. Returns the function that removes it.
+function listenAbort(signal, onAbort) {
+  if (events.addAbortListener) {
+    const disposable = events.addAbortListener(signal, onAbort);
+    return () => disposable[Symbol.dispose]();
+  }
+  signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
 /** Node's timeout / killSignal / AbortSignal wiring, shared by both spawn paths. */
 function superviseChild(child, options, killSignal) {
   if (options.timeout > 0) {
@@ -65,8 +77,7 @@ function superviseChild(child, options, killSignal) {
       // kill() finds no process and no AbortError is emitted: same here.
       child.once('spawn', () => process.nextTick(onAbort));
     } else {
-      const disposable = addAbortListener(signal, onAbort);
-      child.once('exit', () => disposable[Symbol.dispose]());
+      child.once('exit', listenAbort(signal, onAbort));
     }
   }
 }
