@@ -117,9 +117,13 @@ export class ChildProcess extends EventEmitter {
       case T.WROTE:
         this.stdin?._onWrote(msg.bytes);
         break;
-      case T.EXIT:
-        this._onExit(msg.signal === 0 ? msg.code : null, msg.signal === 0 ? null : signalName(msg.signal));
+      case T.EXIT: {
+        // A signal Node has no name for reads as a plain exit with code 0,
+        // as libuv reports it (exit_status 0, signal name "").
+        const name = msg.signal === 0 ? null : signalName(msg.signal) ?? null;
+        this._onExit(name === null ? Math.max(msg.code, 0) : null, name);
         break;
+      }
       case T.SPAWN_ERROR:
         this._settled();
         this._onSpawned?.(undefined, msg);
@@ -173,21 +177,24 @@ export class ChildProcess extends EventEmitter {
   /** The server died with this child in flight (see docs/behaviour-differences.md). */
   _onServerLost(cause) {
     this._settled();
-    if (!this._alive) {
-      this._endStreams();
-      return;
-    }
-    if (this.pid !== undefined) {
+    const running = this._alive;
+    if (running && this.pid !== undefined) {
       // Nobody can reap or signal it any more: don't leave it running unowned.
       try { process.kill(this.pid, 'SIGKILL'); } catch { /* already gone */ }
     }
-    this._exited();
-    const err = poolError('ERR_SPAWNPOOL_SERVER_DIED',
-      `spawnpool: the spawn server (pid ${this._wire.server.pid}) died while running ${this.spawnfile}`, cause);
+    // Exited but with output still on its way: that output is lost, which
+    // must not pass for a clean end of stream.
+    const cutShort = this.stdio.some((s, fd) => fd > 0 && s?._open);
+    if (running) this._exited();
     this._endStreams();
-    this.emit('error', err);
-    process.nextTick(flushStdio, this);
-    maybeClose(this);
+    if (running || cutShort) {
+      this.emit('error', poolError('ERR_SPAWNPOOL_SERVER_DIED',
+        `spawnpool: the spawn server (pid ${this._wire.server.pid}) died while running ${this.spawnfile}`, cause));
+    }
+    if (running) {
+      process.nextTick(flushStdio, this);
+      maybeClose(this);
+    }
   }
 
   _endStreams() {

@@ -214,5 +214,10 @@ export function planStdio(stdio) {
   return servable ? { modes, length } : null;
 }
 
-/** Absolute cwd for the server, which does not follow the parent's chdir(). */
+/**
+ * The cwd to send: the server's own does not follow ours, so always a path,
+ * taken now, as Node's synchronous fork takes it (a chdir() right after
+ * spawn() must not change the child's). A deleted cwd is the one case this
+ * cannot express (docs/behaviour-differences.md).
+ */
 export const resolveCwd = (cwd) => (cwd == null ? process.cwd() : resolve(process.cwd(), cwd));

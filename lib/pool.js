@@ -107,7 +107,9 @@ export class Pool {
     if (!this.probed) this.probe();
     if (this.unavailable !== null) return null;
     if (this.servers.length < this.size) this.start();
-    return this.pick();
+    // No server could be started (the process is out of fds, say): this
+    // call goes to node:child_process, which reports that as Node would.
+    return this.servers.length === 0 ? null : this.pick();
   }
 
   markUnavailable(reason, cause) {
@@ -118,7 +120,14 @@ export class Pool {
   }
 
   start() {
-    while (this.servers.length < this.size) this.servers.push(this.startServer());
+    while (this.servers.length < this.size) {
+      const server = this.startServer();
+      if (server.failed) {
+        if (++this.startFailures >= MAX_START_FAILURES) this.markUnavailable('the native server fails to start');
+        return;
+      }
+      this.servers.push(server);
+    }
   }
 
   startServer() {
@@ -134,7 +143,10 @@ export class Pool {
     const i = this.servers.indexOf(server);
     if (i !== -1) this.servers.splice(i, 1);
     this.counters.lost += orphans.length;
-    for (const child of orphans) child._onServerLost(cause);
+    // Each on its own tick: a listener that throws must not keep the others
+    // from learning that their server is gone.
+    for (const child of orphans) process.nextTick(() => child._onServerLost(cause));
+    if (this.closing !== null) this.closeIdle();
     if (this.closed) return;
     if (!server.ready && ++this.startFailures >= MAX_START_FAILURES) {
       this.markUnavailable('the native server fails to start', cause);

@@ -29,6 +29,7 @@ export class Server {
     this.pool = pool;
     this.queue = [];
     this.queued = false;
+    this.failed = false;
     this.decoder = new Decoder((msg) => this.dispatch(msg));
 
     // Inherited stdio is what 'inherit' and stdio 0-2 give the children.
@@ -39,6 +40,14 @@ export class Server {
     this.proc.on('error', (err) => this.die(err));
     this.exited = new Promise((resolve) => this.proc.once('exit', resolve));
     this.pid = this.proc.pid;
+    if (this.pid === undefined) {
+      // Node could not start it (EMFILE, EAGAIN...): the pool sees `failed`.
+      this.failed = true;
+      this.gone = true;
+      this.socket = null;
+      this.exited = Promise.resolve();
+      return;
+    }
     this.socket = this.proc.stdio[3];
     this.socket.on('data', (chunk) => this.onData(chunk));
     this.socket.on('error', (err) => this.die(err));
@@ -72,8 +81,12 @@ export class Server {
 
   /** Sends a SPAWN for `child`; returns the request id. */
   spawn(child, request) {
-    const id = this.nextId;
-    this.nextId = this.nextId === 0xffffffff ? 1 : this.nextId + 1;
+    // After 2^32-1 spawns ids wrap: skip those still live.
+    let id;
+    do {
+      id = this.nextId;
+      this.nextId = id === 0xffffffff ? 1 : id + 1;
+    } while (this.children.has(id));
     this.children.set(id, child);
     const frame = encodeSpawn(id, request);
     if (frame.length - 4 > MAX_FRAME) {

@@ -21,11 +21,20 @@ function toRequest(norm, plan, window) {
     gid: options.gid ?? 0,
     window,
     stdio: plan.modes,
-    file: norm.file,
+    file: cString(norm.file),
     cwd: resolveCwd(norm.cwd),
-    argv: norm.args.map(String),
-    env: norm.envPairs,
+    argv: norm.args.map(cString),
+    env: norm.envPairs.map(cString),
   };
+}
+
+// Node hands each string to exec as a C string: a NUL that got past
+// validation (from a Buffer or an object's toString) cuts it there. Never
+// put one on the wire: the server would have to reject the whole frame.
+function cString(value) {
+  const s = String(value);
+  const nul = s.indexOf('\u0000');
+  return nul === -1 ? s : s.slice(0, nul);
 }
 
 function abortChildProcess(child, killSignal, reason) {
@@ -61,12 +70,15 @@ function superviseChild(child, options, killSignal) {
         timer = null;
       }
     }, options.timeout);
-    child.once('exit', () => {
+    const clear = () => {
       if (timer) {
         clearTimeout(timer);
         timer = null;
       }
-    });
+    };
+    child.once('exit', clear);
+    child.once('close', clear); // no 'exit' when the server died first
+
   }
   const signal = options.signal;
   if (signal) {

@@ -97,13 +97,16 @@ static void tie_to_parent(const char *arg)
 		exit(SPAWND_EXIT_OK);   /* orphaned already: nobody to serve */
 }
 
-/* No handlers: SIGPIPE is ignored (write errors come back as EPIPE);
- * SIGINT/SIGQUIT/SIGHUP too, as we share the parent's process group and a
- * Ctrl-C is the parent's to handle. SIGTERM keeps its default. Children
- * get every signal back to default (spawn.c). */
+/* No handlers. SIGPIPE is ignored: write errors come back as EPIPE. So are
+ * SIGINT, SIGQUIT, SIGHUP and SIGTERM: we share the parent's process group,
+ * and a Ctrl-C, a hang-up or a group-wide SIGTERM (systemd's default
+ * KillMode=control-group) is for the application and its children to
+ * handle; dying of it would cut the children's graceful shutdown short. We
+ * leave on socket EOF or PR_SET_PDEATHSIG instead. Children get every
+ * signal back at its default (spawn.c). */
 static void setup_signals(void)
 {
-	static const int ignored[] = { SIGPIPE, SIGINT, SIGQUIT, SIGHUP };
+	static const int ignored[] = { SIGPIPE, SIGINT, SIGQUIT, SIGHUP, SIGTERM };
 	struct sigaction sa = { .sa_handler = SIG_IGN };
 	sigset_t none;
 
@@ -112,7 +115,7 @@ static void setup_signals(void)
 		if (sigaction(ignored[i], &sa, NULL) < 0)
 			die("sigaction", errno);
 	sa.sa_handler = SIG_DFL;
-	if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGCHLD, &sa, NULL) < 0)
+	if (sigaction(SIGCHLD, &sa, NULL) < 0)
 		die("sigaction", errno);
 	sigemptyset(&none);
 	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)

@@ -1,0 +1,134 @@
+// Regression tests for an independent review's findings: what happens
+// around a server's death, odd inputs that must not reach the wire, and
+// signals and limits the pool must survive.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import * as nodeCp from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createPool } from '../../lib/index.js';
+import { Server } from '../../lib/server.js';
+
+const script = (name) => fileURLToPath(new URL(`../fixtures/scripts/${name}`, import.meta.url));
+const killServers = (pool) => pool.stats().servers.forEach((s) => process.kill(s.pid, 'SIGKILL'));
+
+function run(spawnImpl, file, args) {
+  return new Promise((resolve) => {
+    const child = spawnImpl(file, args);
+    let out = '';
+    const events = [];
+    child.stdout.on('data', (d) => { out += d; });
+    child.on('error', (e) => events.push(`error ${e.code}`));
+    child.on('close', (code, signal) => resolve({ out, code, signal, events }));
+  });
+}
+
+test('a NUL reaching an argument through toString() cuts it, as in Node, and spares the server', async () => {
+  const pool = createPool({ size: 1 });
+  const sibling = pool.spawn('sleep', ['0.5']);
+  const arg = Buffer.from('a\0b');
+  assert.deepEqual(await run(pool.spawn, 'echo', [arg]), await run(nodeCp.spawn, 'echo', [arg]));
+  const [code] = await once(sibling, 'close');
+  assert.equal(code, 0, 'the sibling on the same server was not disturbed');
+  assert.equal(pool.stats().restarts, 0);
+  await pool.close();
+});
+
+test('request ids that wrap skip the ids still live', async () => {
+  const pool = createPool({ size: 1 });
+  const long = pool.spawn('sleep', ['0.5']);
+  await once(long, 'spawn');
+  const server = pool.stats().servers[0];
+  const live = [...findServer(pool, server.pid).children.keys()][0];
+  findServer(pool, server.pid).nextId = live; // the next id would be the live one
+  assert.deepEqual(await run(pool.spawn, 'echo', ['fresh']), { out: 'fresh\n', code: 0, signal: null, events: [] });
+  const [code] = await once(long, 'close');
+  assert.equal(code, 0);
+  await pool.close();
+});
+
+function findServer(pool, pid) {
+  // The pool object is internal; reach it through a spawned child's wire.
+  const child = pool.spawn('true');
+  const server = child._wire.server;
+  assert.ok(server instanceof Server);
+  assert.equal(server.pid, pid);
+  return server;
+}
+
+test('output cut short by a server death after the exit is an error, not a clean end', async () => {
+  const pool = createPool({ size: 1 });
+  // The child exits at once; a grandchild keeps writing. Node resumes
+  // stdout at exit (flushStdio), so pause it again after that: the pipe and
+  // the credit window fill, and the output is still on its way.
+  const child = pool.spawn('sh', ['-c', 'cat /dev/zero & exit 0']);
+  const errors = [];
+  child.on('error', (e) => errors.push(e.code));
+  const closed = new Promise((resolve) => child.on('close', resolve));
+  await once(child, 'exit');
+  await new Promise((r) => setTimeout(r, 20));
+  child.stdout.pause();
+  await new Promise((r) => setTimeout(r, 200));
+  killServers(pool);
+  child.stdout.resume();
+  await closed;
+  assert.deepEqual(errors, ['ERR_SPAWNPOOL_SERVER_DIED']);
+  await pool.close();
+});
+
+test("a throwing listener on one orphan doesn't keep its siblings from learning of the death", () => {
+  const r = nodeCp.spawnSync(process.execPath, [script('orphan-throws.js')], { encoding: 'utf8', timeout: 15_000 });
+  assert.deepEqual(JSON.parse(r.stdout), {
+    thrown: ['listener failed'], b: ['error ERR_SPAWNPOOL_SERVER_DIED', 'close null null'], bRunning: false,
+  });
+});
+
+test('close() settles when a busy server dies while the pool drains', async () => {
+  const pool = createPool({ size: 1 });
+  const child = pool.spawn('sleep', ['5']);
+  child.on('error', () => {});
+  await once(child, 'spawn');
+  const closed = pool.close();
+  killServers(pool);
+  await closed;
+});
+
+test('a signal Node has no name for reads as Node reports it: exit code 0, no signal', async () => {
+  const script = 'kill -s RTMIN+2 $$';
+  const pool = createPool({ size: 1 });
+  assert.deepEqual(await run(pool.spawn, 'sh', ['-c', script]), await run(nodeCp.spawn, 'sh', ['-c', script]));
+  await pool.close();
+});
+
+test("a server death clears the child's timeout timer", async () => {
+  const pool = createPool({ size: 1 });
+  const child = pool.spawn('sleep', ['5'], { timeout: 60_000 });
+  child.on('error', () => {});
+  await once(child, 'spawn');
+  const closed = new Promise((resolve) => child.on('close', resolve));
+  killServers(pool);
+  await closed;
+  await pool.close();
+  // node:test would report the still-armed 60 s timer as keeping the loop alive
+  // only indirectly; check the active handles instead.
+  const timers = process.getActiveResourcesInfo().filter((r) => r === 'Timeout');
+  assert.equal(timers.length, 0, `timers still armed: ${timers.length}`);
+});
+
+test('SIGTERM to the whole process group: servers survive, the child shuts down gracefully', async () => {
+  const results = {};
+  for (const impl of ['node', 'spawnpool']) {
+    const r = nodeCp.spawnSync(process.execPath, [script('pgterm.js'), impl], { encoding: 'utf8', timeout: 15_000, detached: true });
+    results[impl] = JSON.parse(r.stdout);
+  }
+  assert.deepEqual(results.spawnpool, results.node);
+  assert.deepEqual(results.node, { out: 'ready\ncleaned\n', code: 7, signal: null });
+});
+
+test('no fd left to restart a server: spawn() reports it as Node would, and the pool recovers', () => {
+  const r = nodeCp.spawnSync('sh', ['-c', `ulimit -n 64 && exec "${process.execPath}" "${script('emfile.js')}"`], { encoding: 'utf8', timeout: 15_000 });
+  const result = JSON.parse(r.stdout);
+  assert.equal(result.threw, undefined, `spawn() threw: ${result.threw}`);
+  assert.equal(result.error, 'EMFILE');
+  assert.equal(result.later, 'later\n');
+});
