@@ -10,7 +10,6 @@ import { toSignalNumber, signalName } from './options.js';
 /** One child's connection to its server: id, frames out, event-loop refs. */
 class Wire {
   constructor(child, server, request) {
-    this.child = child;
     this.server = server;
     this.id = server.spawn(child, request);
     this.open = new Set([-1]);
@@ -64,8 +63,8 @@ export class ChildProcess extends EventEmitter {
 
   /**
    * Sends the spawn to `server`. `request` is the wire request (protocol
-   * encodeSpawn), `file`/`args` what Node reports as spawnfile/spawnargs,
-   * `stdioLength` the length of the user's stdio array.
+   * encodeSpawn), `stdioLength` the length of the user's stdio array,
+   * `onSpawned(ms)` told the call → 'spawn' latency (undefined on failure).
    */
   _spawn(server, request, stdioLength, onSpawned) {
     this.spawnfile = request.file;
@@ -96,7 +95,6 @@ export class ChildProcess extends EventEmitter {
       if (fd === 1) this.stdout = stream;
       else this.stderr = stream;
     }
-    return wire;
   }
 
   _onMessage(msg) {
@@ -104,7 +102,7 @@ export class ChildProcess extends EventEmitter {
       case T.SPAWNED:
         this._settled();
         this.pid = msg.pid;
-        this._onSpawned?.(performance.now() - this._startedAt, null);
+        this._onSpawned(performance.now() - this._startedAt);
         this.emit('spawn');
         break;
       case T.DATA:
@@ -126,7 +124,7 @@ export class ChildProcess extends EventEmitter {
       }
       case T.SPAWN_ERROR:
         this._settled();
-        this._onSpawned?.(undefined, msg);
+        this._onSpawned(undefined);
         this._onSpawnError(msg.errno);
         break;
       case T.KILL_ERROR:
@@ -156,6 +154,11 @@ export class ChildProcess extends EventEmitter {
     this._exited();
     this._wire.fdDone(-1);
     this.emit('exit', this.exitCode, this.signalCode);
+    this._processOver();
+  }
+
+  /** Node's tail of onexit: drain untouched streams, then 'close' when all closed. */
+  _processOver() {
     process.nextTick(flushStdio, this);
     maybeClose(this);
   }
@@ -168,10 +171,9 @@ export class ChildProcess extends EventEmitter {
     err.path = this.spawnfile;
     err.spawnargs = this.spawnargs.slice(1);
     this._endStreams();
-    this._wire.server.release(this._wire.id);
+    this._wire.fdDone(-1);
     this.emit('error', err);
-    process.nextTick(flushStdio, this);
-    maybeClose(this);
+    this._processOver();
   }
 
   /** The server died with this child in flight (see docs/behaviour-differences.md). */
@@ -191,10 +193,7 @@ export class ChildProcess extends EventEmitter {
       this.emit('error', poolError('ERR_SPAWNPOOL_SERVER_DIED',
         `spawnpool: the spawn server (pid ${this._wire.server.pid}) died while running ${this.spawnfile}`, cause));
     }
-    if (running) {
-      process.nextTick(flushStdio, this);
-      maybeClose(this);
-    }
+    if (running) this._processOver();
   }
 
   _endStreams() {
