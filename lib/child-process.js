@@ -1,41 +1,12 @@
-// The ChildProcess facade: Node's events, fields and ordering, fed by frames
-// from a spawn server instead of a libuv process handle.
+// The ChildProcess facade: Node's fields, events and ordering, mapped from
+// the session's outcomes (lib/session.js) the way Node's own ChildProcess
+// maps its process handle's callbacks (lib/internal/child_process.js).
 import { EventEmitter } from 'node:events';
 import { ChildProcess as NodeChildProcess } from 'node:child_process';
-import { T, encodeCredit, encodeStdin, encodeStdinEnd, encodeClose, encodeKill, STDIO_PIPE } from './protocol.js';
-import { ChildReadable, ChildWritable } from './streams.js';
-import { errnoError, poolError } from './errors.js';
-import { toSignalNumber, signalName } from './options.js';
+import { errnoError } from './errors.js';
+import { toSignalNumber } from './options.js';
 
-/** One child's connection to its server: id, frames out, event-loop refs. */
-class Wire {
-  constructor(child, server, request) {
-    this.server = server;
-    this.id = server.spawn(child, request);
-    this.open = new Set([-1]);
-    this.refs = 0;
-  }
-
-  credit(fd, bytes) { this.server.send(encodeCredit(this.id, fd, bytes)); }
-  stdin(data) { this.server.send(encodeStdin(this.id, data)); }
-  stdinEnd() { this.server.send(encodeStdinEnd(this.id)); }
-  closeFd(fd) { this.server.send(encodeClose(this.id, fd)); }
-  kill(signal) { this.server.send(encodeKill(this.id, signal)); }
-
-  hold() {
-    if (this.refs++ === 0) this.server.ref();
-  }
-
-  release() {
-    if (--this.refs === 0) this.server.unref();
-  }
-
-  /** fd (or -1 for the process) will see no more frames. */
-  fdDone(fd) {
-    this.open.delete(fd);
-    if (this.open.size === 0) this.server.release(this.id);
-  }
-}
+const kSession = Symbol('spawnpool.session');
 
 /** A node:child_process-compatible ChildProcess served by a spawn server. */
 export class ChildProcess extends EventEmitter {
@@ -43,7 +14,8 @@ export class ChildProcess extends EventEmitter {
     super();
     this._closesNeeded = 1;
     this._closesGot = 0;
-    this.connected = false;
+    // An own data property: Bun's ChildProcess.prototype has a getter only.
+    Object.defineProperty(this, 'connected', { value: false, writable: true, enumerable: true, configurable: true });
     this.signalCode = null;
     this.exitCode = null;
     this.killed = false;
@@ -54,169 +26,90 @@ export class ChildProcess extends EventEmitter {
     this.stdout = null;
     this.stderr = null;
     this.stdio = [];
-    this._wire = null;
-    this._alive = false;
-    this._refed = true;
+    this[kSession] = null;
+    this._onSpawned = null;
     this._startedAt = 0;
-    this._spawning = false;
   }
 
   /**
-   * Sends the spawn to `server`. `request` is the wire request (protocol
-   * encodeSpawn), `stdioLength` the length of the user's stdio array,
-   * `onSpawned(ms)` told the call → 'spawn' latency (undefined on failure).
+   * Publishes the session's streams in Node's fields. `stdioLength` is the
+   * length of the user's stdio array; `onSpawned(ms)` learns the call →
+   * 'spawn' latency (undefined on failure).
    */
-  _spawn(server, request, stdioLength, onSpawned) {
-    this.spawnfile = request.file;
-    this.spawnargs = request.argv;
+  _init(session, stdioLength, onSpawned) {
+    this[kSession] = session;
+    this.spawnfile = session.request.file;
+    this.spawnargs = session.request.argv;
     this._onSpawned = onSpawned;
     this._startedAt = performance.now();
-    const wire = new Wire(this, server, request);
-    this._wire = wire;
-    this._alive = true;
-    // One hold for the process (dropped by unref() or exit), one until the
-    // spawn's outcome is known: Node spawns synchronously, so even an
-    // unref()'d child exists, and sees 'spawn', before the parent can exit.
-    wire.hold();
-    wire.hold();
-    this._spawning = true;
     this.stdio = new Array(stdioLength).fill(null);
-    for (let fd = 0; fd < 3; fd++) {
-      if (request.stdio[fd] !== STDIO_PIPE) continue;
-      if (fd === 0) {
-        this.stdin = this.stdio[0] = new ChildWritable(wire);
-        continue;
-      }
-      const stream = new ChildReadable(wire, fd, request.window);
-      wire.open.add(fd);
+    const [stdin, stdout, stderr] = session.streams;
+    for (const [fd, stream] of [[1, stdout], [2, stderr]]) {
+      if (stream === null) continue;
       this._closesNeeded++;
       stream.on('close', () => maybeClose(this));
-      this.stdio[fd] = stream;
-      if (fd === 1) this.stdout = stream;
-      else this.stderr = stream;
     }
+    this.stdin = stdin;
+    this.stdout = stdout;
+    this.stderr = stderr;
+    for (let fd = 0; fd < 3 && fd < stdioLength; fd++) this.stdio[fd] = session.streams[fd];
   }
 
-  _onMessage(msg) {
-    switch (msg.type) {
-      case T.SPAWNED:
-        this._settled();
-        this.pid = msg.pid;
-        this._onSpawned(performance.now() - this._startedAt);
-        this.emit('spawn');
-        break;
-      case T.DATA:
-        this.stdio[msg.fd]?._onData(msg.data);
-        break;
-      case T.END:
-        if (msg.fd === 0) this.stdin?._onEnd(msg.errno);
-        else this.stdio[msg.fd]?._onEnd(msg.errno);
-        break;
-      case T.WROTE:
-        this.stdin?._onWrote(msg.bytes);
-        break;
-      case T.EXIT: {
-        // A signal Node has no name for reads as a plain exit with code 0,
-        // as libuv reports it (exit_status 0, signal name "").
-        const name = msg.signal === 0 ? null : signalName(msg.signal) ?? null;
-        this._onExit(name === null ? Math.max(msg.code, 0) : null, name);
-        break;
-      }
-      case T.SPAWN_ERROR:
-        this._settled();
-        this._onSpawned(undefined);
-        this._onSpawnError(msg.errno);
-        break;
-      case T.KILL_ERROR:
-        this.emit('error', errnoError(msg.errno, 'kill'));
-        break;
-      default:
-        break;
-    }
+  _spawned(pid) {
+    this.pid = pid;
+    this._onSpawned(performance.now() - this._startedAt);
+    this.emit('spawn');
   }
 
-  _settled() {
-    if (!this._spawning) return;
-    this._spawning = false;
-    this._wire.release();
-  }
-
-  _exited() {
-    this._alive = false;
-    if (this._refed) this._wire.release();
-    if (this.stdin !== null) this.stdin._onExit();
-  }
-
-  _onExit(exitCode, signalCode) {
-    if (!this._alive) return;
+  /** Node's onexit for a process that ran. */
+  _exited(exitCode, signalCode) {
     if (signalCode !== null) this.signalCode = signalCode;
     else this.exitCode = exitCode;
-    this._exited();
-    this._wire.fdDone(-1);
+    // The public field, as Node: a stream the user put there is destroyed.
+    if (this.stdin) this.stdin.destroy();
     this.emit('exit', this.exitCode, this.signalCode);
-    this._processOver();
+    this._afterExit();
   }
 
-  /** Node's tail of onexit: drain untouched streams, then 'close' when all closed. */
-  _processOver() {
+  /** Node's onexit with a negative code: the program could not be started. */
+  _spawnFailed(errno) {
+    this._onSpawned(undefined);
+    this.exitCode = -errno;
+    if (this.stdin) this.stdin.destroy();
+    const err = errnoError(errno, `spawn ${this.spawnfile}`);
+    err.path = this.spawnfile;
+    err.spawnargs = this.spawnargs.slice(1);
+    this.emit('error', err);
+    this._afterExit();
+  }
+
+  _afterExit() {
+    // Untouched streams are drained on the next tick (the user's last
+    // chance to consume them), so that they end and 'close' can follow.
     process.nextTick(flushStdio, this);
     maybeClose(this);
   }
 
-  /** The program could not be started: Node's onexit with a negative code. */
-  _onSpawnError(errno) {
-    this.exitCode = -errno;
-    this._exited();
-    const err = errnoError(errno, `spawn ${this.spawnfile}`);
-    err.path = this.spawnfile;
-    err.spawnargs = this.spawnargs.slice(1);
-    this._endStreams();
-    this._wire.fdDone(-1);
-    this.emit('error', err);
-    this._processOver();
-  }
-
-  /** The server died with this child in flight (see docs/behaviour-differences.md). */
-  _onServerLost(cause) {
-    this._settled();
-    const running = this._alive;
-    if (running && this.pid !== undefined) {
-      // Nobody can reap or signal it any more: don't leave it running unowned.
-      try { process.kill(this.pid, 'SIGKILL'); } catch { /* already gone */ }
-    }
-    // Exited but with output still on its way: that output is lost, which
-    // must not pass for a clean end of stream.
-    const cutShort = this.stdio.some((s, fd) => fd > 0 && s?._open);
-    if (running) this._exited();
-    this._endStreams();
-    if (running || cutShort) {
-      this.emit('error', poolError('ERR_SPAWNPOOL_SERVER_DIED',
-        `spawnpool: the spawn server (pid ${this._wire.server.pid}) died while running ${this.spawnfile}`, cause));
-    }
-    if (running) this._processOver();
-  }
-
-  _endStreams() {
-    for (let fd = 1; fd < 3; fd++) this.stdio[fd]?._onEnd(0);
+  _killError(errno) {
+    this.emit('error', errnoError(errno, 'kill'));
   }
 
   /** Node's kill(): validates the signal, returns whether it was sent. */
   kill(sig) {
     const signal = sig === 0 ? sig : toSignalNumber(sig === undefined ? 'SIGTERM' : sig);
-    if (!this._alive) return false;
-    this._wire.kill(signal);
+    const session = this[kSession];
+    if (session === null || !session.alive) return false;
+    session.kill(signal);
     this.killed = true;
     return true;
   }
 
   ref() {
-    if (this._alive && !this._refed) this._wire.hold();
-    this._refed = true;
+    this[kSession]?.refProcess(true);
   }
 
   unref() {
-    if (this._alive && this._refed) this._wire.release();
-    this._refed = false;
+    this[kSession]?.refProcess(false);
   }
 
   [Symbol.dispose]() {
@@ -226,9 +119,14 @@ export class ChildProcess extends EventEmitter {
 // `instanceof ChildProcess` from node:child_process holds, as libraries check it.
 Object.setPrototypeOf(ChildProcess.prototype, NodeChildProcess.prototype);
 
+// Node's flushStdio: the public stdio array, whatever the user put there.
 function flushStdio(child) {
-  for (const stream of child.stdio) {
-    if (stream && stream.readable) stream.resume();
+  const stdio = child.stdio;
+  if (stdio == null) return;
+  for (let i = 0; i < stdio.length; i++) {
+    const stream = stdio[i];
+    if (!stream || !stream.readable || typeof stream.resume !== 'function') continue;
+    stream.resume();
   }
 }
 

@@ -1,18 +1,21 @@
 // A pool of spawn servers: started together on first use, least-busy
 // dispatch, replaced when one dies, never keeping an idle process alive.
-import { readFileSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { readFileSync, accessSync, constants as fsConstants } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { debuglog } from 'node:util';
 import { Server } from './server.js';
-import { VERSION } from './protocol.js';
+import { ProtocolError } from './protocol.js';
+import { NodeLink } from './node-link.js';
 import { poolError, invalidArgType, invalidArgValue } from './errors.js';
 
 const debug = debuglog('spawnpool');
 const defaultBinary = fileURLToPath(new URL('../native/build/spawnd', import.meta.url));
 const LATENCY_SAMPLES = 1024;
 const MAX_START_FAILURES = 3;
+const RECHECK_MS = 30_000;          // an unavailable pool tries again after this
+const BACKOFF_MIN_MS = 50;
+const BACKOFF_MAX_MS = 5_000;
 
 /** CPUs this process may use: affinity, then cgroup v2 cpu.max of its cgroup and ancestors. */
 export function availableCpus() {
@@ -72,58 +75,50 @@ export class Pool {
     this.servers = [];
     this.closed = false;
     this.next = 0;
-    this.startFailures = 0;
-    this.unavailable = null;
-    this.counters = { spawned: 0, spawnErrors: 0, fallbacks: 0, restarts: 0, lost: 0 };
+    this.startFailures = 0;       // servers in a row that died before their handshake
+    this.unavailable = null;      // why spawns go to node:child_process, or null
+    this.retryAt = 0;             // when to try starting servers again
+    this.warned = new Set();
+    this.counters = { spawned: 0, spawnErrors: 0, fallbacks: 0, restarts: 0, lost: 0, retried: 0 };
     this.latencies = new Float64Array(LATENCY_SAMPLES);
     this.latencyCount = 0;
-    this.probed = false;
     this.closing = null;
     this.onClosed = null;
     this.exiting = [];
   }
 
-  // Runs the binary once, synchronously, before the first server starts: a
-  // missing or foreign binary must send spawns to node:child_process rather
-  // than fail the first children handed to it.
-  probe() {
-    this.probed = true;
-    const r = spawnSync(this.binary, ['--version'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] });
-    const expected = `spawnd protocol ${VERSION}\n`;
-    if (r.error?.code === 'ENOENT') {
-      this.markUnavailable(`native server not found at ${this.binary} (run "npm install" to build it)`, r.error);
-    } else if (r.error || r.stdout !== expected) {
-      this.markUnavailable(`${this.binary} is not a working spawnd speaking protocol ${VERSION}`,
-        r.error ?? new Error(`--version printed ${JSON.stringify(r.stdout)}, exit ${r.status ?? r.signal}`));
-    }
-  }
-
   /**
-   * The server for the next spawn (per the strategy), or null when spawns
-   * must go to node:child_process. Starts the pool on first use.
+   * The server for the next spawn (per the strategy), or null when this
+   * spawn must go to node:child_process. Starts servers as needed; never
+   * forks the Node process to find out whether the binary works (the
+   * handshake says so).
    */
   acquire() {
     if (this.closed) throw poolError('ERR_SPAWNPOOL_CLOSED', 'spawnpool: this pool is closed');
-    if (!this.probed) this.probe();
-    if (this.unavailable !== null) return null;
-    if (this.servers.length < this.size) this.start();
-    // No server could be started (the process is out of fds, say): this
-    // call goes to node:child_process, which reports that as Node would.
+    if (this.unavailable !== null) {
+      if (performance.now() < this.retryAt) return null;
+      debug('trying the native server again (%s)', this.unavailable);
+      this.unavailable = null;
+      this.startFailures = 0;
+    }
+    if (this.servers.length < this.size && performance.now() >= this.retryAt) this.start();
     return this.servers.length === 0 ? null : this.pick();
   }
 
-  markUnavailable(reason, cause) {
-    if (this.unavailable !== null) return;
-    this.unavailable = reason;
-    process.emitWarning(`spawnpool: ${reason}; spawning with node:child_process instead`,
-      { code: 'SPAWNPOOL_UNAVAILABLE', detail: cause?.message });
-  }
-
   start() {
+    try {
+      accessSync(this.binary, fsConstants.X_OK);
+    } catch (err) {
+      this.markUnavailable(err.code === 'ENOENT'
+        ? `native server not found at ${this.binary} (build it: npm rebuild spawnpool)`
+        : `native server at ${this.binary} cannot be run (${err.code})`, err);
+      return;
+    }
     while (this.servers.length < this.size) {
       const server = this.startServer();
-      if (server.failed) {
-        if (++this.startFailures >= MAX_START_FAILURES) this.markUnavailable('the native server fails to start');
+      if (server.gone) {
+        // EMFILE, EAGAIN...: this call falls back; try again after a pause.
+        this.backoff();
         return;
       }
       this.servers.push(server);
@@ -134,26 +129,86 @@ export class Pool {
     return new Server(this.binary, this);
   }
 
+  backoff() {
+    const ms = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(this.startFailures, 10));
+    this.retryAt = performance.now() + ms;
+  }
+
+  markUnavailable(reason, cause) {
+    this.unavailable = reason;
+    this.retryAt = performance.now() + RECHECK_MS;
+    debug('unavailable: %s', reason);
+    if (this.warned.has(reason)) return;
+    this.warned.add(reason);
+    process.emitWarning(`spawnpool: ${reason}; spawning with node:child_process instead`,
+      { code: 'SPAWNPOOL_UNAVAILABLE', detail: cause?.message });
+  }
+
+  /** Hands a new session to a server; false when it must go to node:child_process. */
+  submit(session) {
+    const server = this.acquire();
+    if (server === null) return false;
+    server.submit(session);
+    return true;
+  }
+
+  onServerReady() {
+    this.startFailures = 0;
+  }
+
   /** A server finished with a child: a closing pool may now be idle. */
   onRelease() {
     if (this.closing !== null) this.closeIdle();
   }
 
-  onServerGone(server, cause, orphans) {
+  onServerGone(server, cause, sessions) {
     const i = this.servers.indexOf(server);
     if (i !== -1) this.servers.splice(i, 1);
-    this.counters.lost += orphans.length;
-    // Each on its own tick: a listener that throws must not keep the others
-    // from learning that their server is gone.
-    for (const child of orphans) process.nextTick(() => child._onServerLost(cause));
+    if (!server.ready) {
+      this.startFailures++;
+      // An exit status other than "orphaned" (0) or "a syscall failed at
+      // start" (111), or a wrong handshake, says the binary itself is wrong.
+      const status = server.exitStatus;
+      const wrong = (typeof status === 'number' && status !== 0 && status !== 111) || cause instanceof ProtocolError;
+      if (server.startError === null && (wrong || this.startFailures >= MAX_START_FAILURES)) {
+        this.markUnavailable(`the native server at ${this.binary} does not work: ${server.describeFailure(cause)}`, cause);
+      } else {
+        this.backoff();
+      }
+    } else if (!this.closed) {
+      this.counters.restarts++;
+    }
+    // Each on its own callback: a listener that throws must not keep the
+    // others from learning that their server is gone.
+    for (const session of sessions) setImmediate(() => this.rescue(session));
     if (this.closing !== null) this.closeIdle();
-    if (this.closed) return;
-    if (!server.ready && ++this.startFailures >= MAX_START_FAILURES) {
-      this.markUnavailable('the native server fails to start', cause);
+  }
+
+  /**
+   * A session whose server died: a request it never answered goes to a
+   * live server (the server reports each spawn as soon as it is made, so
+   * an unanswered request was not started); a running child is lost.
+   */
+  rescue(session) {
+    if (!session.alive || session.state !== 'spawning') {
+      this.counters.lost++;
+      session.resource.runInAsyncScope(session.lost, session);
       return;
     }
-    this.counters.restarts++;
-    debug('replacing server %d', server.pid);
+    let server = null;
+    try {
+      server = this.acquire();
+    } catch { /* closed: only the servers still draining can take it */ }
+    server ??= this.servers.find((s) => !s.gone) ?? null;
+    if (server === null) {
+      // Nothing can serve it here: node:child_process does, behind the
+      // ChildProcess the caller already holds.
+      this.counters.fallbacks++;
+      session.attach(new NodeLink(session, session.spawnArgs), 1);
+      return;
+    }
+    this.counters.retried++;
+    server.submit(session);
   }
 
   pick() {
@@ -177,7 +232,6 @@ export class Pool {
     }
     this.counters.spawned++;
     this.latencies[this.latencyCount++ % LATENCY_SAMPLES] = ms;
-    if (this.servers.length > 0) this.startFailures = 0;
   }
 
   /** A snapshot of the pool: servers, load, totals and spawn latency percentiles (ms). */
@@ -187,6 +241,7 @@ export class Pool {
     return {
       size: this.size,
       available: this.unavailable === null,
+      unavailableReason: this.unavailable,
       servers: this.servers.map((s) => ({ pid: s.pid ?? null, ready: s.ready, inFlight: s.inFlight })),
       inFlight: this.servers.reduce((sum, s) => sum + s.inFlight, 0),
       ...this.counters,
@@ -207,7 +262,7 @@ export class Pool {
     });
     if (timeout !== undefined) {
       setTimeout(() => {
-        for (const s of this.servers) for (const child of s.children.values()) child.kill('SIGKILL');
+        for (const s of this.servers) for (const session of s.sessions.values()) session.child.kill('SIGKILL');
         setTimeout(() => this.closeIdle(true), 1000).unref();
       }, timeout).unref();
     }

@@ -3,6 +3,7 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import * as events from 'node:events';
 import { ChildProcess } from './child-process.js';
+import { Session } from './session.js';
 import {
   normalizeSpawnArguments, validateTimeout, validateAbortSignal, sanitizeKillSignal, planStdio, resolveCwd,
 } from './options.js';
@@ -104,14 +105,17 @@ export function createSpawn(getPool) {
     const killSignal = sanitizeKillSignal(opts.killSignal);
     const plan = planStdio(opts.stdio);
     const pool = getPool();
-    const server = plan === null ? null : pool.acquire();
-    if (server === null) {
+    if (plan === null) {
       pool.counters.fallbacks++;
       return nodeSpawn(file, args, options);
     }
     const child = new ChildProcess();
-    const request = toRequest(norm, plan, pool.window);
-    child._spawn(server, request, plan.length, (ms) => pool.recordSpawn(ms));
+    const session = new Session(child, toRequest(norm, plan, pool.window), [file, args, options]);
+    child._init(session, plan.length, (ms) => pool.recordSpawn(ms));
+    if (!pool.submit(session)) {
+      pool.counters.fallbacks++;
+      return nodeSpawn(file, args, options);
+    }
     superviseChild(child, opts, killSignal);
     return child;
   };

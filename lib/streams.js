@@ -1,10 +1,27 @@
-// The child's stdio as seen from Node: streams backed by frames instead of
-// pipe handles. Flow control follows docs/protocol.md: readables return
-// credit only as their consumer takes data; stdin keeps at most
+// The child's stdio as seen from Node: streams backed by a session's frames
+// instead of pipe handles. Flow control follows docs/protocol.md: readables
+// return credit only as their consumer takes data; stdin keeps at most
 // STDIN_WINDOW bytes unacknowledged.
+//
+// Like net.Socket over a pipe handle, 'close' is not emitted by the stream
+// machinery (emitClose: false) but when the "handle" closes: in the close
+// phase, with `hadError` (lib/delivery.js).
 import { Readable, Writable } from 'node:stream';
 import { STDIN_WINDOW } from './protocol.js';
 import { errnoError } from './errors.js';
+import { closePhase } from './delivery.js';
+import { constants } from 'node:os';
+
+const { EPIPE } = constants.errno;
+
+function closeLater(stream, err, before) {
+  const close = () => {
+    if (before !== null) before();
+    stream.emit('close', err != null);
+  };
+  if (stream._handleless) process.nextTick(close);
+  else closePhase(close);
+}
 
 /**
  * stdout / stderr of a served child. Credit goes back in batches of at least
@@ -13,15 +30,13 @@ import { errnoError } from './errors.js';
  * a server out of credit means we owe it the whole window.
  */
 export class ChildReadable extends Readable {
-  constructor(wire, fd, window) {
-    super();
-    this._wire = wire;
+  constructor(session, fd, window) {
+    super({ emitClose: false });
+    this._session = session;
     this._fd = fd;
     this._owed = 0;
     this._batch = Math.max(1, window >>> 1);
-    this._open = true;
-    this._refed = true;
-    wire.hold();
+    this._handleless = false;
   }
 
   _read() {
@@ -29,50 +44,38 @@ export class ChildReadable extends Readable {
   }
 
   _grant() {
-    if (this._owed >= this._batch && this._open) {
-      this._wire.credit(this._fd, this._owed);
+    if (this._owed >= this._batch && this._session.pipeOpen(this._fd)) {
+      this._session.credit(this._fd, this._owed);
       this._owed = 0;
     }
   }
 
-  _onData(data) {
-    if (!this._open) return;
+  /** DATA from the server. */
+  _deliver(data) {
     this._owed += data.length;
     if (this.push(data)) this._grant();
   }
 
   /** END from the server: EOF (errno 0) or a read error. */
-  _onEnd(errno) {
-    if (!this._open) return;
-    this._finish();
+  _eof(errno) {
     if (errno !== 0) this.destroy(errnoError(errno, 'read'));
     else this.push(null);
   }
 
-  _finish() {
-    this._open = false;
-    if (this._refed) this._wire.release();
-    this._wire.fdDone(this._fd);
-  }
-
   _destroy(err, callback) {
-    if (this._open) {
-      this._wire.closeFd(this._fd);
-      this._finish();
-    }
+    this._session.closePipe(this._fd);
     callback(err);
+    closeLater(this, err, null);
   }
 
   /** Like a pipe handle: an open stream keeps the event loop alive unless unref'd. */
   ref() {
-    if (!this._refed && this._open) this._wire.hold();
-    this._refed = true;
+    this._session.refPipe(this._fd, true);
     return this;
   }
 
   unref() {
-    if (this._refed && this._open) this._wire.release();
-    this._refed = false;
+    this._session.refPipe(this._fd, false);
     return this;
   }
 }
@@ -80,16 +83,17 @@ export class ChildReadable extends Readable {
 /**
  * stdin of a served child. As with Node's pipe, a write's callback reports
  * the outcome of writing into the child's pipe: it runs when the server
- * acknowledges the bytes (WROTE), or with EPIPE when the child closed it.
- * Writes queued meanwhile are sent together (_writev).
+ * acknowledges the bytes (WROTE), with EPIPE when they can never reach the
+ * child, or (destroyed meanwhile) without an error, as Node's cancelled
+ * write request does. Every callback runs exactly once.
  */
 export class ChildWritable extends Writable {
-  constructor(wire) {
-    super();
-    this._wire = wire;
+  constructor(session) {
+    super({ emitClose: false });
+    this._session = session;
     this._inflight = 0;
     this._pending = null;
-    this._open = true;
+    this._handleless = false;
   }
 
   _write(chunk, encoding, callback) {
@@ -105,64 +109,76 @@ export class ChildWritable extends Writable {
       callback();
       return;
     }
+    if (!this._session.pipeOpen(0)) {
+      callback(errnoError(EPIPE, 'write'));
+      return;
+    }
     this._pending = { data, offset: 0, unacked: data.length, callback };
+    this._session.holdWrite(true);
     this._pump();
   }
 
   _pump() {
     const p = this._pending;
-    while (p !== null && p.offset < p.data.length && this._inflight < STDIN_WINDOW && this._open) {
+    while (p !== null && p.offset < p.data.length && this._inflight < STDIN_WINDOW) {
       const n = Math.min(p.data.length - p.offset, STDIN_WINDOW - this._inflight);
-      this._wire.stdin(p.data.subarray(p.offset, p.offset + n));
+      this._session.stdin(p.data.subarray(p.offset, p.offset + n));
       p.offset += n;
       this._inflight += n;
     }
   }
 
+  /** The server died before answering the SPAWN: send the write again. */
+  _replay() {
+    const p = this._pending;
+    p.offset = p.data.length - p.unacked;
+    this._inflight = 0;
+    this._pump();
+  }
+
+  /** Takes the pending write; its callback is the caller's to run once. */
+  _take() {
+    const p = this._pending;
+    this._pending = null;
+    if (p !== null) this._session.holdWrite(false);
+    return p;
+  }
+
   /** WROTE: bytes reached the child's pipe. */
-  _onWrote(bytes) {
+  _acked(bytes) {
     this._inflight -= bytes;
     const p = this._pending;
     if (p === null) return;
     p.unacked -= bytes;
-    if (p.unacked === 0) {
-      this._pending = null;
-      p.callback();
-    } else {
-      this._pump();
-    }
+    if (p.unacked === 0) this._take().callback();
+    else this._pump();
+  }
+
+  /** The bytes in flight will never be written (END fd 0, or the child is gone). */
+  _failed(errno) {
+    const p = this._take();
+    if (p !== null) p.callback(errnoError(errno, 'write'));
   }
 
   _final(callback) {
-    if (this._open) {
-      this._open = false;
-      this._wire.stdinEnd();
-    }
+    this._session.stdinEnd();
     callback();
   }
 
-  /** END for fd 0: writing failed (EPIPE when the child closed its stdin). */
-  _onEnd(errno) {
-    this._open = false;
-    const err = errnoError(errno, 'write');
-    const p = this._pending;
-    this._pending = null;
-    if (p !== null) p.callback(err);
-    else this.destroy(err);
-  }
-
-  /** The child exited: the server has closed the pipe already. */
-  _onExit() {
-    this._open = false;
-    this.destroy();
-  }
-
   _destroy(err, callback) {
-    if (this._open) {
-      this._open = false;
-      this._wire.closeFd(0);
-    }
-    this._pending = null;
+    this._session.closePipe(0);
+    const p = this._take();
     callback(err);
+    closeLater(this, err, p === null ? null : () => p.callback());
+  }
+
+  ref() {
+    this._session.refPipe(0, true);
+    return this;
+  }
+
+  unref() {
+    this._session.refPipe(0, false);
+    return this;
   }
 }

@@ -1,0 +1,269 @@
+// One child's lifecycle on a spawn server, and the only place that decides
+// how a child ends.
+//
+//            SPAWNED                 EXIT
+//   spawning ───────▶ running ───────────────▶ exited
+//      │                 │  server lost:          ▲
+//      │                 └── SIGKILL, ends as ────┘
+//      │ SPAWN_ERROR                killed by SIGKILL
+//      ▼
+//    failed          (server lost while spawning: the pool resubmits
+//                     the request to a live server; state stays spawning)
+//
+// The session keeps its own references to the stream objects it created:
+// the public fields (child.stdout, child.stdio[i]) are the user's to
+// replace, frames always go to these. `wire[fd]` says whether frames still
+// flow for a pipe; with the process's end it decides when the request id
+// may be released, and it drives whether the child keeps the event loop
+// alive. The facade (ChildProcess) turns session callbacks into Node's
+// events; the session never emits anything itself.
+import { AsyncResource } from 'node:async_hooks';
+import { constants } from 'node:os';
+import {
+  T, STDIO_PIPE, encodeSpawn, encodeCredit, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
+} from './protocol.js';
+import { ChildReadable, ChildWritable } from './streams.js';
+import { signalName } from './options.js';
+
+const { EPIPE } = constants.errno;
+const SIGKILL = constants.signals.SIGKILL;
+
+export const SPAWNING = 'spawning';
+export const RUNNING = 'running';
+export const EXITED = 'exited';
+export const FAILED = 'failed';
+
+export class Session {
+  /**
+   * `child` receives the outcome (_spawned, _exited, _spawnFailed,
+   * _killError); `request` is the wire request (protocol encodeSpawn);
+   * `spawnArgs` what the user passed to spawn().
+   * Sends nothing: attach() does, when the pool hands it to a server.
+   */
+  constructor(child, request, spawnArgs) {
+    this.child = child;
+    this.request = request;
+    this.spawnArgs = spawnArgs;   // for node:child_process, if no server can serve it
+    this.state = SPAWNING;
+    this.link = null;
+    this.id = 0;
+    this.pid = 0;
+    this.streams = [null, null, null];
+    this.wire = [false, false, false];
+    this.pipeRefed = [true, true, true];
+    this.processRefed = true;
+    this.writeHeld = false;
+    this.held = false;
+    this.stdinEnded = false;
+    this.killSignal = -1;
+    this.resource = new AsyncResource('SPAWNPOOL_CHILD', { requireManualDestroy: true });
+    for (let fd = 0; fd < 3; fd++) {
+      if (request.stdio[fd] !== STDIO_PIPE) continue;
+      this.wire[fd] = true;
+      this.streams[fd] = fd === 0 ? new ChildWritable(this) : new ChildReadable(this, fd, request.window);
+    }
+  }
+
+  get alive() {
+    return this.state === SPAWNING || this.state === RUNNING;
+  }
+
+  /**
+   * Hands the request to a server connection (`link`: send, ref, unref,
+   * release) under `id`. Called again with a new link when the server died
+   * before answering: what the user already did (stdin, end, destroy,
+   * kill) is replayed behind the SPAWN.
+   */
+  attach(link, id, frame = encodeSpawn(id, this.request)) {
+    const held = this.held;
+    if (held) this.setHeld(false);
+    this.link = link;
+    this.id = id;
+    link.send(frame);
+    const stdin = this.streams[0];
+    if (stdin !== null && stdin._pending !== null) stdin._replay();
+    if (this.stdinEnded && this.wire[0]) link.send(encodeStdinEnd(id));
+    for (let fd = 0; fd < 3; fd++) {
+      if (this.streams[fd] !== null && !this.wire[fd]) link.send(encodeClose(id, fd));
+    }
+    if (this.killSignal !== -1) link.send(encodeKill(id, this.killSignal));
+    this.update();
+  }
+
+  /** One frame from the server, for this child. */
+  onMessage(msg) {
+    switch (msg.type) {
+      case T.SPAWNED:
+        if (this.state !== SPAWNING) return;
+        this.state = RUNNING;
+        this.pid = msg.pid;
+        this.update();
+        this.child._spawned(msg.pid);
+        break;
+      case T.DATA:
+        if (this.wire[msg.fd]) this.streams[msg.fd]._deliver(msg.data);
+        break;
+      case T.END:
+        this.onEnd(msg.fd, msg.errno);
+        break;
+      case T.WROTE:
+        this.streams[0]?._acked(msg.bytes);
+        break;
+      case T.EXIT: {
+        // A signal Node has no name for reads as a plain exit with code 0,
+        // as libuv reports it (exit_status 0, signal name "").
+        const name = msg.signal === 0 ? null : signalName(msg.signal) ?? null;
+        this.exit(name === null ? Math.max(msg.code, 0) : null, name);
+        break;
+      }
+      case T.SPAWN_ERROR:
+        this.spawnFailed(msg.errno);
+        break;
+      case T.KILL_ERROR:
+        if (this.alive) this.child._killError(msg.errno);
+        break;
+      default:
+        break;
+    }
+  }
+
+  onEnd(fd, errno) {
+    if (!this.wire[fd]) return;
+    this.wire[fd] = false;
+    if (fd === 0) {
+      this.streams[0]._failed(errno);
+    } else {
+      this.streams[fd]._eof(errno);
+    }
+    this.update();
+  }
+
+  /** The child exited (or was lost with its server: code null, 'SIGKILL'). */
+  exit(code, signal) {
+    if (!this.alive) return;
+    this.state = EXITED;
+    // The server closed stdin at reap: bytes still in flight never arrive.
+    if (this.wire[0]) {
+      this.wire[0] = false;
+      this.streams[0]._failed(EPIPE);
+    }
+    this.update();
+    this.child._exited(code, signal);
+  }
+
+  spawnFailed(errno) {
+    if (this.state !== SPAWNING) return;
+    this.state = FAILED;
+    this.wire.fill(false);
+    // Node's stdio sockets of a failed spawn have no handle: they end as
+    // soon as read, and close on a tick rather than in the close phase.
+    for (const stream of this.streams) if (stream !== null) stream._handleless = true;
+    this.streams[0]?._failed(EPIPE);
+    this.streams[1]?._eof(0);
+    this.streams[2]?._eof(0);
+    this.update();
+    this.child._spawnFailed(errno);
+  }
+
+  /**
+   * The server died after answering the SPAWN. Nothing can reap or signal
+   * the child any more: it is killed (by pid: see docs) and ends as a child
+   * killed by SIGKILL, its output delivered up to the loss, then EOF. No
+   * 'error': code written for Node has no listener for one on a running
+   * child.
+   */
+  lost() {
+    if (this.state === RUNNING && this.pid > 0) {
+      try { process.kill(this.pid, SIGKILL); } catch { /* gone already */ }
+    }
+    for (const fd of [1, 2]) this.onEnd(fd, 0);
+    if (this.state === RUNNING) this.exit(null, 'SIGKILL');
+    this.release();
+  }
+
+  /** Releases the id once the server sends nothing more for it. */
+  release() {
+    if (this.alive || this.wire[1] || this.wire[2] || this.link === null) return;
+    this.setHeld(false);
+    const link = this.link;
+    this.link = null;
+    link.release(this.id);
+    this.resource.emitDestroy();
+  }
+
+  // The event loop is held, as Node's handles hold it: until the spawn's
+  // outcome (Node spawns synchronously), by the running process unless
+  // unref()'d, by each open readable pipe and by a pending stdin write
+  // unless that stream was unref()'d.
+  wantsLoop() {
+    if (this.state === SPAWNING) return true;
+    if (this.state === RUNNING && this.processRefed) return true;
+    if (this.wire[1] && this.pipeRefed[1]) return true;
+    if (this.wire[2] && this.pipeRefed[2]) return true;
+    return this.wire[0] && this.writeHeld && this.pipeRefed[0];
+  }
+
+  setHeld(held) {
+    if (held === this.held || this.link === null) return;
+    this.held = held;
+    if (held) this.link.ref();
+    else this.link.unref();
+  }
+
+  update() {
+    this.setHeld(this.wantsLoop());
+    this.release();
+  }
+
+  // Called by the facade and the streams.
+
+  pipeOpen(fd) {
+    return this.wire[fd];
+  }
+
+  send(frame) {
+    if (this.link !== null) this.link.send(frame);
+  }
+
+  credit(fd, bytes) {
+    if (this.state !== SPAWNING) this.send(encodeCredit(this.id, fd, bytes));
+  }
+
+  stdin(data) {
+    if (this.link !== null) this.link.send(encodeStdin(this.id, data));
+  }
+
+  stdinEnd() {
+    if (!this.wire[0] || this.stdinEnded) return;
+    this.stdinEnded = true;
+    this.send(encodeStdinEnd(this.id));
+  }
+
+  /** The user destroyed a stream: the server closes its end, no END follows. */
+  closePipe(fd) {
+    if (!this.wire[fd]) return;
+    this.wire[fd] = false;
+    this.send(encodeClose(this.id, fd));
+    this.update();
+  }
+
+  refPipe(fd, refed) {
+    this.pipeRefed[fd] = refed;
+    this.update();
+  }
+
+  refProcess(refed) {
+    this.processRefed = refed;
+    this.update();
+  }
+
+  holdWrite(held) {
+    this.writeHeld = held;
+    this.update();
+  }
+
+  kill(signal) {
+    if (this.state === SPAWNING) this.killSignal = signal;
+    this.send(encodeKill(this.id, signal));
+  }
+}
