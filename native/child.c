@@ -71,7 +71,8 @@ static int watch_child(struct child *c, const struct spawn_out *o)
 
 	for (int i = 1; i < 3 && r == 0; i++)
 		if (o->fds[i] >= 0)
-			r = loop_add(o->fds[i], EPOLLIN | EPOLLET, &c->out[i - 1].w);
+			r = loop_add(o->fds[i], EPOLLIN | EPOLLRDHUP | EPOLLET,
+				     &c->out[i - 1].w);
 	return r;
 }
 
@@ -108,7 +109,7 @@ static void child_spawn(const struct sp_msg *m)
 	c->pid = o.pid;
 	c->pidfd = o.pidfd;
 	c->in_fd = o.fds[0];
-	c->in_watched = c->in_end = 0;
+	c->in_watched = c->in_end = c->in_shut = 0;
 	stream_start(&c->out[0], c, 1, o.fds[1], m->window);
 	stream_start(&c->out[1], c, 2, o.fds[2], m->window);
 	idmap_put(c);

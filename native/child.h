@@ -14,7 +14,7 @@ struct watch {
 	uint8_t kind;
 };
 
-/* The server's read end of a child's stdout (which 1) or stderr (which 2). */
+/* The server's end of a child's stdout (which 1) or stderr (which 2). */
 struct stream {
 	struct watch w;
 	uint8_t which;
@@ -36,9 +36,10 @@ struct child {
 	uint32_t id;
 	pid_t pid;
 	int pidfd;              /* -1 once reaped */
-	int in_fd;              /* server's stdin write end; -1: none or closed */
+	int in_fd;              /* server's end of stdin; -1: none or closed */
 	uint8_t in_watched;     /* in_fd is registered for EPOLLOUT */
-	uint8_t in_end;         /* STDIN_END seen: close once the queue drains */
+	uint8_t in_end;         /* STDIN_END seen: shut down once the queue drains */
+	uint8_t in_shut;        /* shut down for writing; in_fd kept until reap */
 	uint8_t *q;             /* stdin bytes the pipe did not take yet */
 	size_t qhead, qlen, qcap;
 	struct stream out[2];   /* fd 1 and fd 2 */

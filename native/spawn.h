@@ -6,8 +6,8 @@
 
 struct sp_msg;
 
-/* A started child. fds are the server's ends of the PIPE entries: [0] the
- * stdin write end, [1]/[2] the stdout/stderr read ends; -1 for others.
+/* A started child. fds are the server's ends of the PIPE entries (socket
+ * pairs): [0] stdin, [1]/[2] stdout/stderr; -1 for others.
  * All are close-on-exec; [0..2] are non-blocking. */
 struct spawn_out {
 	pid_t pid;
@@ -23,7 +23,7 @@ int spawn_init(const char **what);
 /* Starts the program of a validated SPAWN. 0, or -errno with *syscall set:
  * "spawn" when the program could not be started (not found, not
  * executable, bad cwd, setuid refused, fork limit...), else the server-side
- * call that failed ("pipe2", "fcntl", "malloc"). */
+ * call that failed ("socketpair", "fcntl", "malloc"). */
 int spawn_start(const struct sp_msg *m, struct spawn_out *o,
 		const char **syscall);
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -72,9 +73,10 @@ void stream_start(struct stream *s, struct child *c, int which, int fd,
 void stream_on_event(struct stream *s, uint32_t events)
 {
 	s->readable = 1;
-	/* The writer has closed: EOF waits behind the data, and no further
-	 * edge will announce it. */
-	if (events & (EPOLLHUP | EPOLLERR))
+	/* The writer has closed (EPOLLHUP) or shut down its side
+	 * (EPOLLRDHUP): EOF waits behind the data, and no further edge will
+	 * announce it. */
+	if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
 		s->hup = 1;
 	ready_update(s);
 }
@@ -217,8 +219,8 @@ void stdin_write(struct child *c, const uint8_t *p, size_t n)
 	ssize_t w = 0;
 	int r;
 
-	if (c->in_fd < 0)
-		return;         /* not a pipe, closed or failed: discard */
+	if (c->in_fd < 0 || c->in_shut || c->in_end)
+		return;         /* not a pipe, ended, closed or failed: discard */
 	if (c->qhead == c->qlen && (w = write_some(c, p, n)) < 0)
 		return;
 	if ((size_t)w == n)
@@ -234,12 +236,29 @@ void stdin_write(struct child *c, const uint8_t *p, size_t n)
 		c->in_watched = 1;
 }
 
+/* End of stdin the way libuv does stdin.end(): shutdown(SHUT_WR), so the
+ * child reads EOF. The fd itself stays open until reap or CLOSE. */
+static void stdin_shut(struct child *c)
+{
+	c->in_end = 0;
+	c->in_shut = 1;
+	free(c->q);
+	c->q = NULL;
+	c->qhead = c->qlen = c->qcap = 0;
+	if (shutdown(c->in_fd, SHUT_WR) < 0) {
+		/* Cannot happen on a connected AF_UNIX socket; closing gives
+		 * the child its EOF all the same. */
+		DBG("shutdown(stdin of %u): %s", c->id, strerror(errno));
+		stdin_close(c);
+	}
+}
+
 void stdin_end(struct child *c)
 {
-	if (c->in_fd < 0)
+	if (c->in_fd < 0 || c->in_shut)
 		return;
 	if (c->qhead == c->qlen)
-		stdin_close(c);
+		stdin_shut(c);
 	else
 		c->in_end = 1;
 }
@@ -251,6 +270,7 @@ void stdin_close(struct child *c)
 	c->in_fd = -1;
 	c->in_watched = 0;
 	c->in_end = 0;
+	c->in_shut = 0;
 	free(c->q);
 	c->q = NULL;
 	c->qhead = c->qlen = c->qcap = 0;
@@ -260,7 +280,7 @@ void stdin_on_event(struct child *c)
 {
 	ssize_t w;
 
-	if (c->in_fd < 0 || c->qhead == c->qlen)
+	if (c->in_fd < 0 || c->in_shut || c->qhead == c->qlen)
 		return;
 	w = write_some(c, c->q + c->qhead, c->qlen - c->qhead);
 	if (w < 0)
@@ -270,5 +290,5 @@ void stdin_on_event(struct child *c)
 		return;
 	c->qhead = c->qlen = 0;
 	if (c->in_end)
-		stdin_close(c);
+		stdin_shut(c);
 }

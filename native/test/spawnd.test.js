@@ -222,14 +222,35 @@ test('credit: the server reads no more than the window; CREDIT opens it', async 
   assert.deepEqual(r.exit, [-1, 9]);
 });
 
-test('CLOSE of stdout: no END for it; the child gets SIGPIPE', async () => {
-  const id = shared.spawn(['yes']);
+test('CLOSE of stdout with unread data: no END for it; yes gets ECONNRESET, exits 1', async () => {
+  // A small window stops the server reading, so the socket holds unread
+  // bytes when it closes: ECONNRESET, as under Node, not SIGPIPE.
+  const id = shared.spawn(['yes'], { window: 1000, stdio: [0, 0, 0] });
   await shared.frame((m) => m.id === id && m.type === P.T.SPAWNED);
+  await sleep(100);
   shared.send(P.encodeClose(id, 1));
   const r = await shared.collect(id, { closed: [1] });
-  assert.deepEqual(r.exit, [-1, 13]);
+  assert.deepEqual(r.exit, [1, 0]);
+  assert.match(r.err.toString(), /Connection reset by peer/);
   await sleep(50);
   assert.equal(shared.frames.filter((f) => f.id === id).length, 0);
+});
+
+test('child stdio are sockets, as libuv makes them', async () => {
+  const r = await shared.run(['sh', '-c', 'for f in 0 1 2; do test -S /proc/self/fd/$f && echo sock$f; done']);
+  assert.equal(r.out.toString(), 'sock0\nsock1\nsock2\n');
+  assert.deepEqual(r.exit, [0, 0]);
+});
+
+test('STDIN_END shuts stdin down: the child reads EOF, and later output still ends', async () => {
+  const id = shared.spawn(['sh', '-c', 'cat; echo done; exec 1>&- 2>&-; sleep 0.2']);
+  shared.send(P.encodeStdin(id, Buffer.from('abc\n')));
+  shared.send(P.encodeStdinEnd(id));
+  const r = await shared.collect(id);
+  assert.equal(r.out.toString(), 'abc\ndone\n');
+  assert.deepEqual(r.exit, [0, 0]);
+  const types = r.frames.map((f) => f.type);
+  assert.ok(types.lastIndexOf(P.T.END) < types.indexOf(P.T.EXIT), 'ENDs arrive at EOF, before the exit');
 });
 
 test('stdin closed by the child: END fd 0 EPIPE', async () => {
@@ -375,7 +396,7 @@ test('usage: fd 3 not a socket exits 100; a dead parent pid exits at once', asyn
   assert.equal((await orphan.exit).code, 0);
 });
 
-test('EMFILE while making pipes: SPAWN_ERROR with syscall "pipe2"', async () => {
+test('EMFILE while making stdio: SPAWN_ERROR with syscall "socketpair"', async () => {
   const c = new Conn({ bin: '/bin/sh', args: ['-c', `ulimit -n 14 && exec "${BIN}"`] });
   const ids = [];
   let error;
@@ -385,7 +406,7 @@ test('EMFILE while making pipes: SPAWN_ERROR with syscall "pipe2"', async () => 
     const f = await c.frame((m) => m.id === id && (m.type === P.T.SPAWNED || m.type === P.T.SPAWN_ERROR));
     if (f.type === P.T.SPAWN_ERROR) error = [f.errno, f.syscall];
   }
-  assert.deepEqual(error, [EMFILE, 'pipe2']);
+  assert.deepEqual(error, [EMFILE, 'socketpair']);
   for (const id of ids) c.send(P.encodeKill(id, 9));
   c.close();
 });
