@@ -145,9 +145,14 @@ void child_dispatch(const struct sp_msg *m)
 		child_spawn(m);
 		return;
 	}
-	/* Unknown ids are late frames racing with the child's end: ignored. */
-	if (!(c = idmap_get(m->id)))
+	/* Unknown ids are late frames racing with the child's end: ignored,
+	 * except STDIN, whose write callback on the client waits for an
+	 * answer (the client ignores it if it has released the id). */
+	if (!(c = idmap_get(m->id))) {
+		if (m->type == SP_STDIN)
+			stdin_refuse(m->id);
 		return;
+	}
 	switch (m->type) {
 	case SP_STDIN: stdin_write(c, m->data.p, m->data.n); break;
 	case SP_STDIN_END: stdin_end(c); break;
@@ -192,9 +197,9 @@ static void child_reap(struct child *c)
 	}
 	close(c->pidfd);
 	c->pidfd = -1;
+	stdin_reaped(c);        /* as Node destroys child.stdin at exit */
 	exit_status(&si, &m.code, &m.sig);
 	conn_send(&m);
-	stdin_close(c);         /* as Node destroys child.stdin at exit */
 	child_maybe_forget(c);
 }
 

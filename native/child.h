@@ -76,6 +76,10 @@ int streams_busy(void);
 /* stdio.c: stdin queue with WROTE acknowledgements. */
 void stdin_write(struct child *c, const uint8_t *p, size_t n);
 void stdin_end(struct child *c);
+/* Closes stdin at reap: END fd 0 EPIPE first if bytes were still queued. */
+void stdin_reaped(struct child *c);
+/* Answers a STDIN frame that cannot be delivered: END fd 0 EPIPE. */
+void stdin_refuse(uint32_t id);
 void stdin_close(struct child *c);
 void stdin_on_event(struct child *c);
 

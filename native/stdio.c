@@ -162,12 +162,23 @@ static void wrote(struct child *c, size_t n)
 	conn_send(&m);
 }
 
-/* Writing failed (EPIPE when the child closed its stdin): END fd 0. */
-static void stdin_failed(struct child *c, int err)
+static void send_end0(uint32_t id, int err)
 {
-	struct sp_msg m = { .type = SP_END, .id = c->id, .fd = 0, .err = err };
+	struct sp_msg m = { .type = SP_END, .id = id, .fd = 0, .err = err };
 
 	conn_send(&m);
+}
+
+void stdin_refuse(uint32_t id)
+{
+	send_end0(id, EPIPE);
+}
+
+/* Writing failed (EPIPE when the child closed its stdin, ECONNRESET when
+ * it closed with our bytes unread): END fd 0 with the real errno. */
+static void stdin_failed(struct child *c, int err)
+{
+	send_end0(c->id, err);
 	stdin_close(c);
 }
 
@@ -219,8 +230,12 @@ void stdin_write(struct child *c, const uint8_t *p, size_t n)
 	ssize_t w = 0;
 	int r;
 
-	if (c->in_fd < 0 || c->in_shut || c->in_end)
-		return;         /* not a pipe, ended, closed or failed: discard */
+	if (c->in_fd < 0 || c->in_shut || c->in_end) {
+		/* Not a pipe, ended, closed or failed: the client's write
+		 * callback waits for an answer. */
+		stdin_refuse(c->id);
+		return;
+	}
 	if (c->qhead == c->qlen && (w = write_some(c, p, n)) < 0)
 		return;
 	if ((size_t)w == n)
@@ -261,6 +276,13 @@ void stdin_end(struct child *c)
 		stdin_shut(c);
 	else
 		c->in_end = 1;
+}
+
+void stdin_reaped(struct child *c)
+{
+	if (c->in_fd >= 0 && c->qhead < c->qlen)
+		stdin_refuse(c->id);    /* queued bytes die with the child */
+	stdin_close(c);
 }
 
 void stdin_close(struct child *c)

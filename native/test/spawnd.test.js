@@ -263,6 +263,46 @@ test('stdin closed by the child: END fd 0 EPIPE', async () => {
   assert.equal(end0?.errno, EPIPE);
 });
 
+test('STDIN that cannot be delivered is answered END fd 0 EPIPE', async () => {
+  const isEnd0 = (id) => (m) => m.id === id && m.type === P.T.END && m.fd === 0;
+  const done = shared.spawn(['true']);
+  await shared.collect(done);
+  shared.send(P.encodeStdin(done, Buffer.from('late')));
+  assert.equal((await shared.frame(isEnd0(done))).errno, EPIPE);
+  shared.send(P.encodeStdin(0x7fff0000, Buffer.from('nobody')));
+  assert.equal((await shared.frame(isEnd0(0x7fff0000))).errno, EPIPE);
+  const ignored = shared.spawn(['sleep', '0.2'], { stdio: [1, 0, 0] });
+  shared.send(P.encodeStdin(ignored, Buffer.from('x')));
+  assert.equal((await shared.frame(isEnd0(ignored))).errno, EPIPE);
+  await shared.collect(ignored, { stdio: [1, 0, 0] });
+  const ended = shared.spawn(['sleep', '0.2']);
+  shared.send(P.encodeStdinEnd(ended));
+  shared.send(P.encodeStdin(ended, Buffer.from('after end')));
+  assert.equal((await shared.frame(isEnd0(ended))).errno, EPIPE);
+  const closed = shared.spawn(['sleep', '0.2']);
+  shared.send(P.encodeClose(closed, 0));
+  shared.send(P.encodeStdin(closed, Buffer.from('after close')));
+  assert.equal((await shared.frame(isEnd0(closed))).errno, EPIPE);
+  // Reaped while a grandchild keeps stdout open: known id, stdin closed.
+  const held = shared.spawn(['sh', '-c', 'sleep 0.3 & exit 0']);
+  await shared.frame((m) => m.id === held && m.type === P.T.EXIT);
+  shared.send(P.encodeStdin(held, Buffer.from('x')));
+  assert.equal((await shared.frame(isEnd0(held))).errno, EPIPE);
+  for (const id of [ended, closed]) await shared.collect(id);
+  for (const fd of [1, 2]) await shared.frame((m) => m.id === held && m.type === P.T.END && m.fd === fd);
+});
+
+test('stdin still queued at reap: END fd 0 EPIPE before EXIT', async () => {
+  const id = shared.spawn(['sleep', '0.3']);
+  for (let i = 0; i < 14; i++) shared.send(P.encodeStdin(id, Buffer.alloc(60000, 'q')));
+  const r = await shared.collect(id);
+  const types = r.frames.map((f) => (f.type === P.T.END && f.fd === 0 ? 'END0' : f.type));
+  assert.equal(types.filter((t) => t === 'END0').length, 1);
+  assert.equal(types.indexOf('END0'), types.indexOf(P.T.EXIT) - 1);
+  assert.equal(r.frames.find((f) => f.type === P.T.END && f.fd === 0).errno, EPIPE);
+  assert.deepEqual(r.exit, [0, 0]);
+});
+
 test('EXIT may precede the ENDs when a grandchild holds the pipes', async () => {
   const r = await shared.run(['sh', '-c', '(sleep 0.3; echo late) & echo early']);
   assert.equal(r.out.toString(), 'early\nlate\n');
