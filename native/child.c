@@ -143,6 +143,11 @@ void child_dispatch(const struct sp_msg *m)
 
 	if (m->type == SP_SPAWN) {
 		child_spawn(m);
+		/* The answer leaves now, not at the end of the batch: a server
+		 * killed mid-batch has then reported every child it started,
+		 * and the client, which retries unanswered SPAWNs on another
+		 * server, never runs a program twice. */
+		conn_flush();
 		return;
 	}
 	/* Unknown ids are late frames racing with the child's end: ignored,
