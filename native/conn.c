@@ -234,7 +234,10 @@ static void parse_frames(void)
 		buf_room(&in, used - in.len);
 }
 
-static void read_in(void)
+/* Reads one chunk and handles its frames; 0 once the socket would block.
+ * EOF or ECONNRESET: the client closed or died, so we finish (what was
+ * read has been handled). */
+static int read_in(void)
 {
 	ssize_t n;
 
@@ -244,15 +247,15 @@ static void read_in(void)
 		n = read(sock, in.p + in.len, in.cap - in.len);
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
-		return;
+		return 0;
 	if (n <= 0) {
-		/* EOF or ECONNRESET: the client closed or died. */
 		DBG("socket closed (%s)", n ? strerror(errno) : "EOF");
 		flush_before_exit();
 		exit(SPAWND_EXIT_OK);
 	}
 	in.len += (size_t)n;
 	parse_frames();
+	return 1;
 }
 
 void conn_on_event(uint32_t events)
@@ -263,4 +266,13 @@ void conn_on_event(uint32_t events)
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 		read_in();
+}
+
+_Noreturn void conn_finish(void)
+{
+	DBG("parent exited: finishing the requests received");
+	while (read_in())
+		;
+	flush_before_exit();
+	exit(SPAWND_EXIT_OK);
 }

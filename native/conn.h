@@ -28,6 +28,10 @@ void conn_on_event(uint32_t events);
 /* Writes what the socket takes; called once per loop iteration. */
 void conn_flush(void);
 
+/* The parent exited: handles every frame the socket still holds (all it
+ * sent before dying stays readable), flushes briefly, exits 0. */
+_Noreturn void conn_finish(void);
+
 /* Sends FATAL, flushes briefly, exits with status 3. */
 _Noreturn void conn_fatal(const char *why);
 

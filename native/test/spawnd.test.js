@@ -5,7 +5,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, chmodSync, readFileSync, readdirSync, openSync, closeSync, rmSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, chmodSync, readFileSync, readdirSync, openSync, closeSync, rmSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -434,6 +434,69 @@ test('usage: fd 3 not a socket exits 100; a dead parent pid exits at once', asyn
   assert.match(err, /fd 3/);
   const orphan = new Conn({ args: ['1'], hello: false });
   assert.equal((await orphan.exit).code, 0);
+});
+
+/** Resolves once `pid` has exited (gone, or a zombie nobody reaped yet). */
+async function gone(pid, ms = 5000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    let state;
+    try {
+      const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      state = st.slice(st.lastIndexOf(')') + 2)[0];
+    } catch { return true; }
+    if (state === 'Z' || state === 'X') return true;
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+}
+
+test('--detach: the started process exits 0 at once; the forked server serves fd 3', async () => {
+  const c = new Conn({ args: ['--detach', String(process.pid)] });
+  const t0 = Date.now();
+  assert.deepEqual(await c.exit, { code: 0, signal: null });
+  assert.ok(Date.now() - t0 < 2000);
+  const h = await c.frame((m) => m.type === P.T.S_HELLO);
+  assert.notEqual(h.pid, c.proc.pid);
+  assert.equal((await c.run(['echo', 'detached'])).out.toString(), 'detached\n');
+  c.close();
+  assert.ok(await gone(h.pid), 'the detached server exits on socket EOF');
+  const usage = spawn(BIN, ['--detach'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+  assert.equal(await new Promise((r) => usage.on('exit', r)), 100);
+});
+
+/** A server started by a short-lived `sh` (our socket stays open: only the
+ * parent's exit can end the server); its pid from HELLO. */
+async function serverUnderSh(script) {
+  const c = new Conn({ bin: '/bin/sh', args: ['-c', script] });
+  const { pid } = await c.frame((m) => m.type === P.T.S_HELLO);
+  return { c, pid };
+}
+
+test('the parent process exits: a SPAWN sent before is carried out, then the server exits', async () => {
+  const { c, pid } = await serverUnderSh(`"${BIN}" $$ & wait`);
+  const marker = join(dir, 'marker-parent-exit');
+  // Stopped, the server cannot handle the SPAWN before the parent is gone.
+  process.kill(pid, 'SIGSTOP');
+  const id = c.spawn(['sh', '-c', `echo ran > ${marker}`], { stdio: [1, 1, 1] });
+  await sleep(100);
+  c.proc.kill('SIGKILL');
+  await c.exit;
+  process.kill(pid, 'SIGCONT');
+  assert.ok(await gone(pid), 'the server exits when its parent does');
+  assert.equal((await c.frame((m) => m.id === id)).type, P.T.SPAWNED);
+  for (let i = 0; i < 100 && !existsSync(marker); i++) await sleep(20);
+  assert.equal(readFileSync(marker, 'utf8'), 'ran\n');
+  c.close();
+});
+
+test('--detach: the parent-pid argument ties the server to that process', async () => {
+  const { c, pid } = await serverUnderSh(`"${BIN}" --detach $$; exec sleep 30`);
+  assert.equal((await c.run(['echo', 'ok'])).out.toString(), 'ok\n');
+  c.proc.kill('SIGKILL');
+  await c.exit;
+  assert.ok(await gone(pid), 'the server exits when the named process does');
+  c.close();
 });
 
 test('EMFILE while making stdio: SPAWN_ERROR with syscall "socketpair"', async () => {
