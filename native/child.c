@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,11 +66,11 @@ static void abandon(struct spawn_out *o)
 /* Registers the pidfd and the stdout/stderr pipes. 0 or -errno. */
 static int watch_child(struct child *c, const struct spawn_out *o)
 {
-	int r = loop_add(o->pidfd, EPOLLIN, &c->pw);
+	int r = loop_add(o->pidfd, LOOP_READABLE, &c->pw);
 
 	for (int i = 1; i < 3 && r == 0; i++)
 		if (o->fds[i] >= 0)
-			r = loop_add(o->fds[i], EPOLLIN | EPOLLRDHUP | EPOLLET,
+			r = loop_add(o->fds[i], LOOP_READABLE | LOOP_HANGUP | LOOP_EDGE,
 				     &c->out[i - 1].w);
 	return r;
 }

@@ -8,7 +8,7 @@
 
 struct sp_msg;
 
-/* What an epoll registration points at (first member of its owner). */
+/* What a loop registration points at (first member of its owner). */
 enum watch_kind { W_PIDFD = 1, W_STDIN, W_OUT };
 struct watch {
 	uint8_t kind;
@@ -28,7 +28,7 @@ struct stream {
 };
 
 /* One live child, from SPAWNED until EXIT and the END of every pipe.
- * Structs are recycled, never freed: a stale epoll pointer (see
+ * Structs are recycled, never freed: a stale loop pointer (see
  * child_on_event) always points at valid memory. */
 struct child {
 	struct watch pw;        /* W_PIDFD */
@@ -37,7 +37,7 @@ struct child {
 	pid_t pid;
 	int pidfd;              /* -1 once reaped */
 	int in_fd;              /* server's end of stdin; -1: none or closed */
-	uint8_t in_watched;     /* in_fd is registered for EPOLLOUT */
+	uint8_t in_watched;     /* in_fd is registered for LOOP_WRITABLE */
 	uint8_t in_end;         /* STDIN_END seen: shut down once the queue drains */
 	uint8_t in_shut;        /* shut down for writing; in_fd kept until reap */
 	uint8_t *q;             /* stdin bytes the pipe did not take yet */
@@ -52,7 +52,7 @@ int child_init(void);
 /* Handles SPAWN, STDIN, STDIN_END, KILL, CREDIT and CLOSE. */
 void child_dispatch(const struct sp_msg *m);
 
-/* Handles an epoll event whose pointer child.c or stdio.c registered. */
+/* Handles a loop event whose pointer child.c or stdio.c registered. */
 void child_on_event(void *ptr, uint32_t events);
 
 /* Forgets c once it is reaped and its stdout/stderr have ended. */

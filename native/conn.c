@@ -8,7 +8,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 
 #include "child.h"
 #include "loop.h"
@@ -23,8 +22,8 @@ struct buf {
 static int sock = -1;
 static struct buf in, out;
 static int hello_done;
-static int want_out;            /* the last write hit EAGAIN: wait for EPOLLOUT */
-static uint32_t registered;     /* events currently asked of epoll */
+static int want_out;            /* the last write hit EAGAIN: wait for writability */
+static uint32_t registered;     /* interest currently registered */
 
 static _Noreturn void die_nomem(void)
 {
@@ -75,8 +74,8 @@ int conn_init(int fd)
 	in.cap = SPAWND_IN_CHUNK;
 	out.cap = SPAWND_OUT_SOFT;
 	sock = fd;
-	registered = EPOLLIN;
-	return loop_add(fd, EPOLLIN, NULL);
+	registered = LOOP_READABLE;
+	return loop_add(fd, LOOP_READABLE, NULL);
 }
 
 uint8_t *conn_reserve(size_t n)
@@ -103,18 +102,18 @@ int conn_pipe_room(void)
 }
 
 /* Reading stops while too much output waits (a client that does not read
- * must not make us buffer without bound); writing waits for EPOLLOUT. */
+ * must not make us buffer without bound); writing waits for writability. */
 static void update_events(void)
 {
-	uint32_t ev = (out.len - out.head < SPAWND_OUT_HIGH ? EPOLLIN : 0) |
-		      (want_out ? EPOLLOUT : 0);
+	uint32_t ev = (out.len - out.head < SPAWND_OUT_HIGH ? LOOP_READABLE : 0) |
+		      (want_out ? LOOP_WRITABLE : 0);
 	int r;
 
 	if (ev == registered)
 		return;
 	r = loop_mod(sock, ev, NULL);
 	if (r < 0) {
-		DBG("epoll_ctl(socket): %s", strerror(-r));
+		DBG("loop_mod(socket): %s", strerror(-r));
 		exit(SPAWND_EXIT_SYSCALL);
 	}
 	registered = ev;
@@ -260,11 +259,11 @@ static int read_in(void)
 
 void conn_on_event(uint32_t events)
 {
-	if (events & EPOLLOUT) {
+	if (events & LOOP_WRITABLE) {
 		want_out = 0;
 		conn_flush();
 	}
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+	if (events & (LOOP_READABLE | LOOP_HANGUP))
 		read_in();
 }
 

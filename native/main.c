@@ -154,7 +154,7 @@ static char parent_tag;
 
 static _Noreturn void run(void)
 {
-	struct epoll_event ev[SPAWND_EVENTS];
+	struct loop_event ev[SPAWND_EVENTS];
 
 	for (;;) {
 		int n = loop_wait(ev, SPAWND_EVENTS, streams_busy() ? 0 : -1);
@@ -162,10 +162,10 @@ static _Noreturn void run(void)
 		if (n < 0)
 			die("epoll_wait", -n);
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr == &parent_tag)
+			if (ev[i].ptr == &parent_tag)
 				conn_finish();
-			else if (ev[i].data.ptr)
-				child_on_event(ev[i].data.ptr, ev[i].events);
+			else if (ev[i].ptr)
+				child_on_event(ev[i].ptr, ev[i].events);
 			else
 				conn_on_event(ev[i].events);
 		}
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 	setup_signals();
 	if ((r = loop_init()) < 0 || (r = spawn_init(&what)) < 0)
 		die(what, -r);
-	if (parent_fd >= 0 && (r = loop_add(parent_fd, EPOLLIN, &parent_tag)) < 0)
+	if (parent_fd >= 0 && (r = loop_add(parent_fd, LOOP_READABLE, &parent_tag)) < 0)
 		die("epoll_ctl", -r);
 	if ((r = conn_init(SOCK_FD)) < 0)
 		die("socket setup", -r);

@@ -42,7 +42,7 @@ enum {
 	SPAWND_OUT_HIGH = 1024 * 1024,  /* no socket reads while this much is unsent */
 	SPAWND_STDIN_MAX = 1024 * 1024, /* queued stdin per child: more is a protocol error */
 	SPAWND_STACK = 64 * 1024,       /* stack of the vfork-style child */
-	SPAWND_EVENTS = 64,             /* epoll events per wait */
+	SPAWND_EVENTS = 64,             /* loop events per wait */
 };
 
 /* Exit statuses (docs/protocol.md, "Lifetime"). */

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -73,10 +72,9 @@ void stream_start(struct stream *s, struct child *c, int which, int fd,
 void stream_on_event(struct stream *s, uint32_t events)
 {
 	s->readable = 1;
-	/* The writer has closed (EPOLLHUP) or shut down its side
-	 * (EPOLLRDHUP): EOF waits behind the data, and no further edge will
-	 * announce it. */
-	if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
+	/* The writer has closed or shut down its side (or an error waits):
+	 * EOF waits behind the data, and no further edge will announce it. */
+	if (events & LOOP_HANGUP)
 		s->hup = 1;
 	ready_update(s);
 }
@@ -92,7 +90,7 @@ void stream_close(struct stream *s)
 	if (s->fd < 0)
 		return;
 	ready_unlink(s);
-	close(s->fd);           /* also leaves the epoll set */
+	close(s->fd);           /* also leaves the loop */
 	s->fd = -1;
 	child_maybe_forget(s->c);
 }
@@ -244,7 +242,7 @@ void stdin_write(struct child *c, const uint8_t *p, size_t n)
 	if (c->in_watched)
 		return;
 	/* Registered lazily: most children never fill their stdin pipe. */
-	r = loop_add(c->in_fd, EPOLLOUT | EPOLLET, &c->iw);
+	r = loop_add(c->in_fd, LOOP_WRITABLE | LOOP_EDGE, &c->iw);
 	if (r < 0)
 		stdin_failed(c, -r);
 	else
