@@ -17,6 +17,7 @@
 #include "platform.h"
 #include "protocol.h"
 #include "spawn.h"
+#include "stdio.h"
 
 #define OWNER(ptr, member) \
 	((struct child *)(void *)((char *)(ptr) - offsetof(struct child, member)))
@@ -111,7 +112,7 @@ static void child_spawn(const struct sp_msg *m)
 	c->in_watched = c->in_end = c->in_shut = 0;
 	stream_start(&c->out[0], c, 1, o.fds[1], m->window);
 	stream_start(&c->out[1], c, 2, o.fds[2], m->window);
-	idmap_put(c);
+	idmap_put(c->id, c);
 	ok.pid = (uint32_t)o.pid;
 	conn_send(&ok);
 }

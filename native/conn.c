@@ -1,6 +1,7 @@
 /* The client connection: reads frames in large chunks, answers HELLO,
- * hands child frames to child.c, and batches all output into one buffer
- * written once per loop iteration (many frames per write(2)). */
+ * hands every other frame to the callback main.c registers, and batches
+ * all output into one buffer written once per loop iteration (many frames
+ * per write(2)). */
 #include "conn.h"
 
 #include <errno.h>
@@ -9,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "child.h"
 #include "loop.h"
 #include "platform.h"
 #include "protocol.h"
@@ -20,6 +20,7 @@ struct buf {
 };
 
 static int sock = -1;
+static conn_frame_fn *frame_cb;
 static struct buf in, out;
 static int hello_done;
 static int want_out;            /* the last write hit EAGAIN: wait for writability */
@@ -61,7 +62,7 @@ static void buf_room(struct buf *b, size_t n)
 	buf_fit(b, b->len + n > 2 * b->cap ? b->len + n : 2 * b->cap);
 }
 
-int conn_init(int fd)
+int conn_init(int fd, conn_frame_fn *on_frame)
 {
 	int fl = fcntl(fd, F_GETFL);
 
@@ -74,6 +75,7 @@ int conn_init(int fd)
 	in.cap = SPAWND_IN_CHUNK;
 	out.cap = SPAWND_OUT_SOFT;
 	sock = fd;
+	frame_cb = on_frame;
 	registered = LOOP_READABLE;
 	return loop_add(fd, LOOP_READABLE, NULL);
 }
@@ -201,7 +203,7 @@ static void on_frame(const struct sp_msg *m)
 	} else if (m->type >= SP_S_HELLO) {
 		conn_fatal("server frame sent to the server");
 	} else {
-		child_dispatch(m);
+		frame_cb(m);
 	}
 }
 

@@ -7,9 +7,12 @@
 
 struct sp_msg;
 
+/* Handles one request frame (any type but HELLO, which conn.c answers). */
+typedef void conn_frame_fn(const struct sp_msg *m);
+
 /* Takes over the socket (non-blocking, registered in the loop with a NULL
- * pointer). 0 or -errno. */
-int conn_init(int fd);
+ * pointer); on_frame gets every request after the handshake. 0 or -errno. */
+int conn_init(int fd, conn_frame_fn *on_frame);
 
 /* Room for n more output bytes; the caller fills some and conn_commit()s
  * what it used. Exits (111) if memory runs out. */

@@ -21,6 +21,7 @@
 #include "protocol.h"
 #include "platform.h"
 #include "spawn.h"
+#include "stdio.h"
 
 #define SOCK_FD 3
 
@@ -215,7 +216,7 @@ int main(int argc, char **argv)
 		die(what, -r);
 	if (parent_fd >= 0 && (r = loop_add(parent_fd, LOOP_READABLE, &parent_tag)) < 0)
 		die("epoll_ctl", -r);
-	if ((r = conn_init(SOCK_FD)) < 0)
+	if ((r = conn_init(SOCK_FD, child_dispatch)) < 0)
 		die("socket setup", -r);
 	if ((r = child_init()) < 0)
 		die("malloc", -r);

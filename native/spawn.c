@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "path.h"
 #include "platform.h"
 #include "protocol.h"
 

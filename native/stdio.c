@@ -5,6 +5,8 @@
  * in streams_pump(), which leaves a stream alone while its credit is zero
  * (the pipe fills and the child blocks in write(2)) or while the output
  * buffer is full (a slow client stops all reading: memory stays bounded). */
+#include "stdio.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
