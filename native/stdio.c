@@ -174,8 +174,9 @@ void stdin_refuse(uint32_t id)
 	send_end0(id, EPIPE);
 }
 
-/* Writing failed (EPIPE when the child closed its stdin, ECONNRESET when
- * it closed with our bytes unread): END fd 0 with the real errno. */
+/* Writing failed: END fd 0 with the write's errno. That is EPIPE when the
+ * child closed its stdin even with our bytes unread: the peer's shutdown
+ * is checked before the ECONNRESET its close left pending. */
 static void stdin_failed(struct child *c, int err)
 {
 	send_end0(c->id, err);

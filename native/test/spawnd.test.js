@@ -263,6 +263,19 @@ test('stdin closed by the child: END fd 0 EPIPE', async () => {
   assert.equal(end0?.errno, EPIPE);
 });
 
+test('stdin closed by the child with bytes unread: END fd 0 EPIPE, not ECONNRESET', async () => {
+  const id = shared.spawn(['sh', '-c', 'sleep 0.2; exec 0<&-; sleep 0.3']);
+  shared.send(P.encodeStdin(id, Buffer.from('never read')));
+  assert.equal((await shared.frame((m) => m.id === id && m.type === P.T.WROTE)).bytes, 10);
+  await sleep(400);
+  shared.send(P.encodeStdin(id, Buffer.from('reset')));
+  const r = await shared.collect(id);
+  const end0 = r.frames.filter((f) => f.type === P.T.END && f.fd === 0);
+  // The child's close sets ECONNRESET on our socket, but a non-blocking
+  // AF_UNIX write checks the peer's shutdown first: EPIPE, as Node sees.
+  assert.deepEqual(end0.map((f) => f.errno), [EPIPE]);
+});
+
 test('STDIN that cannot be delivered is answered END fd 0 EPIPE', async () => {
   const isEnd0 = (id) => (m) => m.id === id && m.type === P.T.END && m.fd === 0;
   const done = shared.spawn(['true']);
