@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "platform.h"
 #include "protocol.h"
 #include "spawn.h"
+#include "stdio.h"
 
 #define OWNER(ptr, member) \
 	((struct child *)(void *)((char *)(ptr) - offsetof(struct child, member)))
@@ -67,11 +67,12 @@ static void abandon(struct spawn_out *o)
 /* Registers the pidfd and the stdout/stderr pipes. 0 or -errno. */
 static int watch_child(struct child *c, const struct spawn_out *o)
 {
-	int r = loop_add(o->pidfd, EPOLLIN, &c->pw);
+	int r = loop_add(o->pidfd, LOOP_READABLE, &c->pw);
 
 	for (int i = 1; i < 3 && r == 0; i++)
 		if (o->fds[i] >= 0)
-			r = loop_add(o->fds[i], EPOLLIN | EPOLLET, &c->out[i - 1].w);
+			r = loop_add(o->fds[i], LOOP_READABLE | LOOP_HANGUP | LOOP_EDGE,
+				     &c->out[i - 1].w);
 	return r;
 }
 
@@ -108,10 +109,10 @@ static void child_spawn(const struct sp_msg *m)
 	c->pid = o.pid;
 	c->pidfd = o.pidfd;
 	c->in_fd = o.fds[0];
-	c->in_watched = c->in_end = 0;
+	c->in_watched = c->in_end = c->in_shut = 0;
 	stream_start(&c->out[0], c, 1, o.fds[1], m->window);
 	stream_start(&c->out[1], c, 2, o.fds[2], m->window);
-	idmap_put(c);
+	idmap_put(c->id, c);
 	ok.pid = (uint32_t)o.pid;
 	conn_send(&ok);
 }
@@ -142,11 +143,21 @@ void child_dispatch(const struct sp_msg *m)
 
 	if (m->type == SP_SPAWN) {
 		child_spawn(m);
+		/* The answer leaves now, not at the end of the batch: a server
+		 * killed mid-batch has then reported every child it started,
+		 * and the client, which retries unanswered SPAWNs on another
+		 * server, never runs a program twice. */
+		conn_flush();
 		return;
 	}
-	/* Unknown ids are late frames racing with the child's end: ignored. */
-	if (!(c = idmap_get(m->id)))
+	/* Unknown ids are late frames racing with the child's end: ignored,
+	 * except STDIN, whose write callback on the client waits for an
+	 * answer (the client ignores it if it has released the id). */
+	if (!(c = idmap_get(m->id))) {
+		if (m->type == SP_STDIN)
+			stdin_refuse(m->id);
 		return;
+	}
 	switch (m->type) {
 	case SP_STDIN: stdin_write(c, m->data.p, m->data.n); break;
 	case SP_STDIN_END: stdin_end(c); break;
@@ -191,9 +202,9 @@ static void child_reap(struct child *c)
 	}
 	close(c->pidfd);
 	c->pidfd = -1;
+	stdin_reaped(c);        /* as Node destroys child.stdin at exit */
 	exit_status(&si, &m.code, &m.sig);
 	conn_send(&m);
-	stdin_close(c);         /* as Node destroys child.stdin at exit */
 	child_maybe_forget(c);
 }
 

@@ -8,13 +8,13 @@
 
 struct sp_msg;
 
-/* What an epoll registration points at (first member of its owner). */
+/* What a loop registration points at (first member of its owner). */
 enum watch_kind { W_PIDFD = 1, W_STDIN, W_OUT };
 struct watch {
 	uint8_t kind;
 };
 
-/* The server's read end of a child's stdout (which 1) or stderr (which 2). */
+/* The server's end of a child's stdout (which 1) or stderr (which 2). */
 struct stream {
 	struct watch w;
 	uint8_t which;
@@ -28,7 +28,7 @@ struct stream {
 };
 
 /* One live child, from SPAWNED until EXIT and the END of every pipe.
- * Structs are recycled, never freed: a stale epoll pointer (see
+ * Structs are recycled, never freed: a stale loop pointer (see
  * child_on_event) always points at valid memory. */
 struct child {
 	struct watch pw;        /* W_PIDFD */
@@ -36,9 +36,10 @@ struct child {
 	uint32_t id;
 	pid_t pid;
 	int pidfd;              /* -1 once reaped */
-	int in_fd;              /* server's stdin write end; -1: none or closed */
-	uint8_t in_watched;     /* in_fd is registered for EPOLLOUT */
-	uint8_t in_end;         /* STDIN_END seen: close once the queue drains */
+	int in_fd;              /* server's end of stdin; -1: none or closed */
+	uint8_t in_watched;     /* in_fd is registered for LOOP_WRITABLE */
+	uint8_t in_end;         /* STDIN_END seen: shut down once the queue drains */
+	uint8_t in_shut;        /* shut down for writing; in_fd kept until reap */
 	uint8_t *q;             /* stdin bytes the pipe did not take yet */
 	size_t qhead, qlen, qcap;
 	struct stream out[2];   /* fd 1 and fd 2 */
@@ -51,7 +52,7 @@ int child_init(void);
 /* Handles SPAWN, STDIN, STDIN_END, KILL, CREDIT and CLOSE. */
 void child_dispatch(const struct sp_msg *m);
 
-/* Handles an epoll event whose pointer child.c or stdio.c registered. */
+/* Handles a loop event whose pointer child.c or stdio.c registered. */
 void child_on_event(void *ptr, uint32_t events);
 
 /* Forgets c once it is reaped and its stdout/stderr have ended. */
@@ -59,23 +60,5 @@ void child_maybe_forget(struct child *c);
 
 /* Recycles the children forgotten during this loop iteration. */
 void child_collect(void);
-
-/* stdio.c: stdout/stderr forwarding with credits. */
-void stream_start(struct stream *s, struct child *c, int which, int fd,
-		  uint32_t window);
-void stream_on_event(struct stream *s, uint32_t events);
-void stream_credit(struct stream *s, uint32_t bytes);
-/* Closes our end without END (the client sent CLOSE). */
-void stream_close(struct stream *s);
-/* Reads ready pipes, one chunk each per round, while output room lasts. */
-void streams_pump(void);
-/* 1 if ready pipes can be read now: the loop must poll, not block. */
-int streams_busy(void);
-
-/* stdio.c: stdin queue with WROTE acknowledgements. */
-void stdin_write(struct child *c, const uint8_t *p, size_t n);
-void stdin_end(struct child *c);
-void stdin_close(struct child *c);
-void stdin_on_event(struct child *c);
 
 #endif

@@ -1,6 +1,7 @@
 /* The client connection: reads frames in large chunks, answers HELLO,
- * hands child frames to child.c, and batches all output into one buffer
- * written once per loop iteration (many frames per write(2)). */
+ * hands every other frame to the callback main.c registers, and batches
+ * all output into one buffer written once per loop iteration (many frames
+ * per write(2)). */
 #include "conn.h"
 
 #include <errno.h>
@@ -8,9 +9,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 
-#include "child.h"
 #include "loop.h"
 #include "platform.h"
 #include "protocol.h"
@@ -21,10 +20,11 @@ struct buf {
 };
 
 static int sock = -1;
+static conn_frame_fn *frame_cb;
 static struct buf in, out;
 static int hello_done;
-static int want_out;            /* the last write hit EAGAIN: wait for EPOLLOUT */
-static uint32_t registered;     /* events currently asked of epoll */
+static int want_out;            /* the last write hit EAGAIN: wait for writability */
+static uint32_t registered;     /* interest currently registered */
 
 static _Noreturn void die_nomem(void)
 {
@@ -62,7 +62,7 @@ static void buf_room(struct buf *b, size_t n)
 	buf_fit(b, b->len + n > 2 * b->cap ? b->len + n : 2 * b->cap);
 }
 
-int conn_init(int fd)
+int conn_init(int fd, conn_frame_fn *on_frame)
 {
 	int fl = fcntl(fd, F_GETFL);
 
@@ -75,8 +75,9 @@ int conn_init(int fd)
 	in.cap = SPAWND_IN_CHUNK;
 	out.cap = SPAWND_OUT_SOFT;
 	sock = fd;
-	registered = EPOLLIN;
-	return loop_add(fd, EPOLLIN, NULL);
+	frame_cb = on_frame;
+	registered = LOOP_READABLE;
+	return loop_add(fd, LOOP_READABLE, NULL);
 }
 
 uint8_t *conn_reserve(size_t n)
@@ -103,18 +104,18 @@ int conn_pipe_room(void)
 }
 
 /* Reading stops while too much output waits (a client that does not read
- * must not make us buffer without bound); writing waits for EPOLLOUT. */
+ * must not make us buffer without bound); writing waits for writability. */
 static void update_events(void)
 {
-	uint32_t ev = (out.len - out.head < SPAWND_OUT_HIGH ? EPOLLIN : 0) |
-		      (want_out ? EPOLLOUT : 0);
+	uint32_t ev = (out.len - out.head < SPAWND_OUT_HIGH ? LOOP_READABLE : 0) |
+		      (want_out ? LOOP_WRITABLE : 0);
 	int r;
 
 	if (ev == registered)
 		return;
 	r = loop_mod(sock, ev, NULL);
 	if (r < 0) {
-		DBG("epoll_ctl(socket): %s", strerror(-r));
+		DBG("loop_mod(socket): %s", strerror(-r));
 		exit(SPAWND_EXIT_SYSCALL);
 	}
 	registered = ev;
@@ -202,7 +203,7 @@ static void on_frame(const struct sp_msg *m)
 	} else if (m->type >= SP_S_HELLO) {
 		conn_fatal("server frame sent to the server");
 	} else {
-		child_dispatch(m);
+		frame_cb(m);
 	}
 }
 
@@ -234,7 +235,10 @@ static void parse_frames(void)
 		buf_room(&in, used - in.len);
 }
 
-static void read_in(void)
+/* Reads one chunk and handles its frames; 0 once the socket would block.
+ * EOF or ECONNRESET: the client closed or died, so we finish (what was
+ * read has been handled). */
+static int read_in(void)
 {
 	ssize_t n;
 
@@ -244,23 +248,32 @@ static void read_in(void)
 		n = read(sock, in.p + in.len, in.cap - in.len);
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
-		return;
+		return 0;
 	if (n <= 0) {
-		/* EOF or ECONNRESET: the client closed or died. */
 		DBG("socket closed (%s)", n ? strerror(errno) : "EOF");
 		flush_before_exit();
 		exit(SPAWND_EXIT_OK);
 	}
 	in.len += (size_t)n;
 	parse_frames();
+	return 1;
 }
 
 void conn_on_event(uint32_t events)
 {
-	if (events & EPOLLOUT) {
+	if (events & LOOP_WRITABLE) {
 		want_out = 0;
 		conn_flush();
 	}
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+	if (events & (LOOP_READABLE | LOOP_HANGUP))
 		read_in();
+}
+
+_Noreturn void conn_finish(void)
+{
+	DBG("parent exited: finishing the requests received");
+	while (read_in())
+		;
+	flush_before_exit();
+	exit(SPAWND_EXIT_OK);
 }

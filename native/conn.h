@@ -7,9 +7,12 @@
 
 struct sp_msg;
 
+/* Handles one request frame (any type but HELLO, which conn.c answers). */
+typedef void conn_frame_fn(const struct sp_msg *m);
+
 /* Takes over the socket (non-blocking, registered in the loop with a NULL
- * pointer). 0 or -errno. */
-int conn_init(int fd);
+ * pointer); on_frame gets every request after the handshake. 0 or -errno. */
+int conn_init(int fd, conn_frame_fn *on_frame);
 
 /* Room for n more output bytes; the caller fills some and conn_commit()s
  * what it used. Exits (111) if memory runs out. */
@@ -27,6 +30,10 @@ void conn_on_event(uint32_t events);
 
 /* Writes what the socket takes; called once per loop iteration. */
 void conn_flush(void);
+
+/* The parent exited: handles every frame the socket still holds (all it
+ * sent before dying stays readable), flushes briefly, exits 0. */
+_Noreturn void conn_finish(void);
 
 /* Sends FATAL, flushes briefly, exits with status 3. */
 _Noreturn void conn_fatal(const char *why);

@@ -1,14 +1,17 @@
-/* Request id -> child map. Ids are chosen by the client (usually counting
- * up), so a multiplicative hash spreads them; deletion shifts entries back
- * instead of leaving tombstones. */
+/* Request id -> pointer map. Ids are chosen by the client (usually
+ * counting up), so a multiplicative hash spreads them; deletion shifts
+ * entries back instead of leaving tombstones. */
 #include "idmap.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#include "child.h"
+struct slot {
+	uint32_t id;
+	void *p;                /* NULL: empty */
+};
 
-static struct child **slots;
+static struct slot *slots;
 static uint32_t mask;           /* capacity - 1 (capacity a power of two) */
 static uint32_t used;
 
@@ -17,31 +20,32 @@ static uint32_t home(uint32_t id)
 	return (id * 0x9E3779B1u) & mask;
 }
 
-struct child *idmap_get(uint32_t id)
+void *idmap_get(uint32_t id)
 {
 	if (!slots)
 		return NULL;
 	for (uint32_t i = home(id);; i = (i + 1) & mask) {
-		if (!slots[i])
+		if (!slots[i].p)
 			return NULL;
-		if (slots[i]->id == id)
-			return slots[i];
+		if (slots[i].id == id)
+			return slots[i].p;
 	}
 }
 
-static void insert(struct child *c)
+static void insert(uint32_t id, void *p)
 {
-	uint32_t i = home(c->id);
+	uint32_t i = home(id);
 
-	while (slots[i])
+	while (slots[i].p)
 		i = (i + 1) & mask;
-	slots[i] = c;
+	slots[i].id = id;
+	slots[i].p = p;
 	used++;
 }
 
 int idmap_reserve(void)
 {
-	struct child **old = slots;
+	struct slot *old = slots;
 	uint32_t cap = slots ? (mask + 1) * 2 : 64;
 
 	if (slots && (used + 1) * 2 <= mask + 1)
@@ -54,15 +58,15 @@ int idmap_reserve(void)
 	mask = cap - 1;
 	used = 0;
 	for (uint32_t i = 0; old && i <= (cap / 2 - 1); i++)
-		if (old[i])
-			insert(old[i]);
+		if (old[i].p)
+			insert(old[i].id, old[i].p);
 	free(old);
 	return 0;
 }
 
-void idmap_put(struct child *c)
+void idmap_put(uint32_t id, void *p)
 {
-	insert(c);
+	insert(id, p);
 }
 
 void idmap_del(uint32_t id)
@@ -71,19 +75,19 @@ void idmap_del(uint32_t id)
 
 	if (!slots)
 		return;
-	for (i = home(id); slots[i] && slots[i]->id != id; i = (i + 1) & mask)
+	for (i = home(id); slots[i].p && slots[i].id != id; i = (i + 1) & mask)
 		;
-	if (!slots[i])
+	if (!slots[i].p)
 		return;
-	slots[i] = NULL;
+	slots[i].p = NULL;
 	used--;
 	/* Shift back later entries whose probe path crossed the hole. */
-	for (j = (i + 1) & mask; slots[j]; j = (j + 1) & mask) {
-		uint32_t h = home(slots[j]->id);
+	for (j = (i + 1) & mask; slots[j].p; j = (j + 1) & mask) {
+		uint32_t h = home(slots[j].id);
 
 		if (((j - h) & mask) >= ((j - i) & mask)) {
 			slots[i] = slots[j];
-			slots[j] = NULL;
+			slots[j].p = NULL;
 			i = j;
 		}
 	}

@@ -1,19 +1,18 @@
-/* Request id -> child: open addressing, linear probing, no tombstones. */
+/* Request id -> opaque pointer: open addressing, linear probing, no
+ * tombstones. It knows nothing of what the pointers are. */
 #ifndef SPAWND_IDMAP_H
 #define SPAWND_IDMAP_H
 
 #include <stdint.h>
 
-struct child;
-
-/* The child with this id (ids are >= 1), or NULL. */
-struct child *idmap_get(uint32_t id);
+/* The pointer stored under id (ids are >= 1), or NULL. */
+void *idmap_get(uint32_t id);
 
 /* Makes sure one more insert cannot fail. 0 or -ENOMEM. */
 int idmap_reserve(void);
 
-/* Inserts c under c->id (after idmap_reserve; the id must be absent). */
-void idmap_put(struct child *c);
+/* Stores p (not NULL) under id (after idmap_reserve; id must be absent). */
+void idmap_put(uint32_t id, void *p);
 
 /* Removes id if present. */
 void idmap_del(uint32_t id);

@@ -1,17 +1,18 @@
 /* spawnd: the spawn server of spawnpool.
  *
- *   spawnd [parent-pid]     with a SOCK_STREAM socket on fd 3
+ *   spawnd [--detach] [parent-pid]     with a SOCK_STREAM socket on fd 3
  *
- * Reads like a script: check the fds, tie our life to the parent's, set
- * the signals, prepare, then run the loop until the socket closes.
- * Protocol: docs/protocol.md. Exit statuses: 0 socket closed, 2 version
+ * Reads like a script: check the fds, tie our life to the parent's (and
+ * detach), set the signals, prepare, then run the loop until the socket
+ * closes or the parent exits.
+ * Protocol: docs/protocol.md. Exit statuses: 0 socket closed or parent gone, 2 version
  * mismatch, 3 protocol error, 100 usage, 111 a start-up syscall failed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 
 #include "child.h"
@@ -20,6 +21,7 @@
 #include "protocol.h"
 #include "platform.h"
 #include "spawn.h"
+#include "stdio.h"
 
 #define SOCK_FD 3
 
@@ -29,7 +31,7 @@ static _Noreturn void usage(const char *why)
 {
 	fprintf(stderr,
 		"spawnd: %s\n"
-		"usage: spawnd [parent-pid]   (with a SOCK_STREAM socket on fd 3)\n"
+		"usage: spawnd [--detach] [parent-pid]   (with a SOCK_STREAM socket on fd 3)\n"
 		"       spawnd --version\n"
 		"spawnd is started by the spawnpool library, not by hand.\n", why);
 	exit(SPAWND_EXIT_USAGE);
@@ -80,21 +82,47 @@ static void cloexec_inherited(void)
 			die("fcntl", errno);
 }
 
-/* SIGKILL when the parent dies; then check it did not die before that. */
-static void tie_to_parent(const char *arg)
+/* The server's life is tied to its parent *process* through a pidfd in
+ * the loop (not PR_SET_PDEATHSIG: that fires when the *thread* that
+ * started us exits, a Node worker say, and would kill us with requests
+ * already received). Returns the pidfd, or -1 if there is none to watch. */
+static int tie_to_parent(const char *arg, int detach)
 {
+	pid_t ppid = getppid();
 	char *end;
-	long ppid;
+	long n;
+	int fd;
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		die("prctl", errno);
-	if (!arg)
-		return;
-	ppid = strtol(arg, &end, 10);
-	if (*end || end == arg || ppid <= 0)
-		usage("parent-pid must be a number");
-	if (getppid() != (pid_t)ppid)
+	if (arg) {
+		n = strtol(arg, &end, 10);
+		if (*end || end == arg || n <= 0 || n > INT32_MAX)
+			usage("parent-pid must be a number");
+		ppid = (pid_t)n;
+	}
+	fd = (int)syscall(SYS_pidfd_open, ppid, 0);     /* always close-on-exec */
+	if (fd < 0 && errno == ESRCH)
+		exit(SPAWND_EXIT_OK);   /* gone already: nobody to serve */
+	if (fd < 0 && errno != ENOSYS)
+		die("pidfd_open", errno);
+	/* Opened first, checked second: if ppid is still our parent now, the
+	 * pidfd is that parent, whatever reuses the pid later. Detached, our
+	 * parent is init or a subreaper: the argument is the tie. */
+	if (!detach && getppid() != ppid)
 		exit(SPAWND_EXIT_OK);   /* orphaned already: nobody to serve */
+	return fd;                      /* ENOSYS (< 5.3): socket EOF only */
+}
+
+/* --detach: the process our starter waits for exits at once (a Node worker
+ * thread reaps it before it ends, leaving no zombie behind); the forked
+ * copy serves, reparented to init or the nearest subreaper. */
+static void detach_now(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork", errno);
+	if (pid > 0)
+		_exit(SPAWND_EXIT_OK);
 }
 
 /* No handlers. SIGPIPE is ignored: write errors come back as EPIPE. So are
@@ -102,7 +130,7 @@ static void tie_to_parent(const char *arg)
  * and a Ctrl-C, a hang-up or a group-wide SIGTERM (systemd's default
  * KillMode=control-group) is for the application and its children to
  * handle; dying of it would cut the children's graceful shutdown short. We
- * leave on socket EOF or PR_SET_PDEATHSIG instead. Children get every
+ * leave on socket EOF or when the parent process exits instead. Children get every
  * signal back at its default (spawn.c). */
 static void setup_signals(void)
 {
@@ -122,9 +150,12 @@ static void setup_signals(void)
 		die("sigprocmask", errno);
 }
 
+/* The tag of the parent's pidfd in the loop (the socket's is NULL). */
+static char parent_tag;
+
 static _Noreturn void run(void)
 {
-	struct epoll_event ev[SPAWND_EVENTS];
+	struct loop_event ev[SPAWND_EVENTS];
 
 	for (;;) {
 		int n = loop_wait(ev, SPAWND_EVENTS, streams_busy() ? 0 : -1);
@@ -132,8 +163,10 @@ static _Noreturn void run(void)
 		if (n < 0)
 			die("epoll_wait", -n);
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr)
-				child_on_event(ev[i].data.ptr, ev[i].events);
+			if (ev[i].ptr == &parent_tag)
+				conn_finish();
+			else if (ev[i].ptr)
+				child_on_event(ev[i].ptr, ev[i].events);
 			else
 				conn_on_event(ev[i].events);
 		}
@@ -143,11 +176,26 @@ static _Noreturn void run(void)
 	}
 }
 
+/* Parses [--detach] [parent-pid]; --detach requires the pid. */
+static const char *parse_args(int argc, char **argv, int *detach)
+{
+	int i = 1;
+
+	*detach = argc > 1 && strcmp(argv[1], "--detach") == 0;
+	i += *detach;
+	if (argc - i > 1)
+		usage("too many arguments");
+	if (*detach && argc - i < 1)
+		usage("--detach needs the parent-pid");
+	return argc > i ? argv[i] : NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = "epoll_create1";
 	const char *dbg = getenv("SPAWND_DEBUG");
-	int r;
+	const char *parent;
+	int detach, parent_fd, r;
 
 	spawnd_debug = dbg && strcmp(dbg, "1") == 0;
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
@@ -159,13 +207,16 @@ int main(int argc, char **argv)
 	fill_std_fds();
 	check_socket();
 	cloexec_inherited();
-	if (argc > 2)
-		usage("too many arguments");
-	tie_to_parent(argc > 1 ? argv[1] : NULL);
+	parent = parse_args(argc, argv, &detach);
+	parent_fd = tie_to_parent(parent, detach);
+	if (detach)
+		detach_now();
 	setup_signals();
 	if ((r = loop_init()) < 0 || (r = spawn_init(&what)) < 0)
 		die(what, -r);
-	if ((r = conn_init(SOCK_FD)) < 0)
+	if (parent_fd >= 0 && (r = loop_add(parent_fd, LOOP_READABLE, &parent_tag)) < 0)
+		die("epoll_ctl", -r);
+	if ((r = conn_init(SOCK_FD, child_dispatch)) < 0)
 		die("socket setup", -r);
 	if ((r = child_init()) < 0)
 		die("malloc", -r);

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "spawn.h"
+#include "path.h"
 
 /* 0 if execve(path) would be worth trying, else -errno as execve reports. */
 static int check(const char *path)

@@ -26,6 +26,9 @@
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal 424
 #endif
@@ -39,7 +42,7 @@ enum {
 	SPAWND_OUT_HIGH = 1024 * 1024,  /* no socket reads while this much is unsent */
 	SPAWND_STDIN_MAX = 1024 * 1024, /* queued stdin per child: more is a protocol error */
 	SPAWND_STACK = 64 * 1024,       /* stack of the vfork-style child */
-	SPAWND_EVENTS = 64,             /* epoll events per wait */
+	SPAWND_EVENTS = 64,             /* loop events per wait */
 };
 
 /* Exit statuses (docs/protocol.md, "Lifetime"). */

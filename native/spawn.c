@@ -1,5 +1,5 @@
 /* Starting a program: the request is copied into NUL-terminated arrays,
- * the PATH is searched here, pipes are made, and one
+ * the PATH is searched here, stdio socket pairs are made, and one
  * clone(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) runs child_main(), which only
  * makes raw system calls until execve.
  *
@@ -15,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "path.h"
 #include "platform.h"
 #include "protocol.h"
 
@@ -184,17 +186,19 @@ static void close_all(int fds[3])
 	}
 }
 
-/* A pipe for child fd i: the child's end blocking, ours non-blocking. */
-static int make_pipe(int i, int *child_end, int *server_end,
-		     const char **syscall)
+/* A socket pair for one child stdio fd, as libuv makes child stdio: programs see
+ * S_ISSOCK, and a writer whose reader closed with unread data gets
+ * ECONNRESET instead of SIGPIPE (`yes` exits 1 under Node). The child's
+ * end stays blocking, ours is non-blocking. */
+static int make_pipe(int *child_end, int *server_end, const char **syscall)
 {
-	int p[2];
+	int sv[2];
 
-	*syscall = "pipe2";
-	if (pipe2(p, O_CLOEXEC) < 0)
+	*syscall = "socketpair";
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	*child_end = i == 0 ? p[0] : p[1];
-	*server_end = i == 0 ? p[1] : p[0];
+	*child_end = sv[0];
+	*server_end = sv[1];
 	*syscall = "fcntl";
 	return fcntl(*server_end, F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
 }
@@ -209,7 +213,7 @@ static int open_stdio(const uint8_t mode[3], struct plan *p, int child_end[3],
 		child_end[i] = server_end[i] = -1;
 	for (int i = 0; i < 3 && r == 0; i++) {
 		if (mode[i] == SP_IO_PIPE)
-			r = make_pipe(i, &child_end[i], &server_end[i], syscall);
+			r = make_pipe(&child_end[i], &server_end[i], syscall);
 		p->src[i] = mode[i] == SP_IO_PIPE ? child_end[i]
 			  : mode[i] == SP_IO_IGNORE ? (i ? devnull_rw : devnull_r)
 			  : std_copy[mode[i] - SP_IO_FD0];

@@ -6,8 +6,8 @@
 
 struct sp_msg;
 
-/* A started child. fds are the server's ends of the PIPE entries: [0] the
- * stdin write end, [1]/[2] the stdout/stderr read ends; -1 for others.
+/* A started child. fds are the server's ends of the PIPE entries (socket
+ * pairs): [0] stdin, [1]/[2] stdout/stderr; -1 for others.
  * All are close-on-exec; [0..2] are non-blocking. */
 struct spawn_out {
 	pid_t pid;
@@ -23,17 +23,8 @@ int spawn_init(const char **what);
 /* Starts the program of a validated SPAWN. 0, or -errno with *syscall set:
  * "spawn" when the program could not be started (not found, not
  * executable, bad cwd, setuid refused, fork limit...), else the server-side
- * call that failed ("pipe2", "fcntl", "malloc"). */
+ * call that failed ("socketpair", "fcntl", "malloc"). */
 int spawn_start(const struct sp_msg *m, struct spawn_out *o,
 		const char **syscall);
-
-/* path.c: execvp's search, done in the server so one spawn is one exec.
- * Tries each entry of path_env ("/usr/bin:/bin" if NULL; an empty entry is
- * the child's cwd) and returns 0 with *out the path to exec, or -errno
- * (-EACCES if an entry had the file but it was not executable, -ENOENT).
- * `cwd` (NULL: the server's) resolves relative entries as the child will.
- * buf holds the result; both buffers are bufsz bytes. */
-int path_search(const char *file, const char *path_env, const char *cwd,
-		char *buf, char *scratch, size_t bufsz, const char **out);
 
 #endif

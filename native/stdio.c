@@ -5,10 +5,12 @@
  * in streams_pump(), which leaves a stream alone while its credit is zero
  * (the pipe fills and the child blocks in write(2)) or while the output
  * buffer is full (a slow client stops all reading: memory stays bounded). */
+#include "stdio.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -72,9 +74,9 @@ void stream_start(struct stream *s, struct child *c, int which, int fd,
 void stream_on_event(struct stream *s, uint32_t events)
 {
 	s->readable = 1;
-	/* The writer has closed: EOF waits behind the data, and no further
-	 * edge will announce it. */
-	if (events & (EPOLLHUP | EPOLLERR))
+	/* The writer has closed or shut down its side (or an error waits):
+	 * EOF waits behind the data, and no further edge will announce it. */
+	if (events & LOOP_HANGUP)
 		s->hup = 1;
 	ready_update(s);
 }
@@ -90,7 +92,7 @@ void stream_close(struct stream *s)
 	if (s->fd < 0)
 		return;
 	ready_unlink(s);
-	close(s->fd);           /* also leaves the epoll set */
+	close(s->fd);           /* also leaves the loop */
 	s->fd = -1;
 	child_maybe_forget(s->c);
 }
@@ -160,12 +162,24 @@ static void wrote(struct child *c, size_t n)
 	conn_send(&m);
 }
 
-/* Writing failed (EPIPE when the child closed its stdin): END fd 0. */
-static void stdin_failed(struct child *c, int err)
+static void send_end0(uint32_t id, int err)
 {
-	struct sp_msg m = { .type = SP_END, .id = c->id, .fd = 0, .err = err };
+	struct sp_msg m = { .type = SP_END, .id = id, .fd = 0, .err = err };
 
 	conn_send(&m);
+}
+
+void stdin_refuse(uint32_t id)
+{
+	send_end0(id, EPIPE);
+}
+
+/* Writing failed: END fd 0 with the write's errno. That is EPIPE when the
+ * child closed its stdin even with our bytes unread: the peer's shutdown
+ * is checked before the ECONNRESET its close left pending. */
+static void stdin_failed(struct child *c, int err)
+{
+	send_end0(c->id, err);
 	stdin_close(c);
 }
 
@@ -217,8 +231,12 @@ void stdin_write(struct child *c, const uint8_t *p, size_t n)
 	ssize_t w = 0;
 	int r;
 
-	if (c->in_fd < 0)
-		return;         /* not a pipe, closed or failed: discard */
+	if (c->in_fd < 0 || c->in_shut || c->in_end) {
+		/* Not a pipe, ended, closed or failed: the client's write
+		 * callback waits for an answer. */
+		stdin_refuse(c->id);
+		return;
+	}
 	if (c->qhead == c->qlen && (w = write_some(c, p, n)) < 0)
 		return;
 	if ((size_t)w == n)
@@ -227,21 +245,45 @@ void stdin_write(struct child *c, const uint8_t *p, size_t n)
 	if (c->in_watched)
 		return;
 	/* Registered lazily: most children never fill their stdin pipe. */
-	r = loop_add(c->in_fd, EPOLLOUT | EPOLLET, &c->iw);
+	r = loop_add(c->in_fd, LOOP_WRITABLE | LOOP_EDGE, &c->iw);
 	if (r < 0)
 		stdin_failed(c, -r);
 	else
 		c->in_watched = 1;
 }
 
+/* End of stdin the way libuv does stdin.end(): shutdown(SHUT_WR), so the
+ * child reads EOF. The fd itself stays open until reap or CLOSE. */
+static void stdin_shut(struct child *c)
+{
+	c->in_end = 0;
+	c->in_shut = 1;
+	free(c->q);
+	c->q = NULL;
+	c->qhead = c->qlen = c->qcap = 0;
+	if (shutdown(c->in_fd, SHUT_WR) < 0) {
+		/* Cannot happen on a connected AF_UNIX socket; closing gives
+		 * the child its EOF all the same. */
+		DBG("shutdown(stdin of %u): %s", c->id, strerror(errno));
+		stdin_close(c);
+	}
+}
+
 void stdin_end(struct child *c)
 {
-	if (c->in_fd < 0)
+	if (c->in_fd < 0 || c->in_shut)
 		return;
 	if (c->qhead == c->qlen)
-		stdin_close(c);
+		stdin_shut(c);
 	else
 		c->in_end = 1;
+}
+
+void stdin_reaped(struct child *c)
+{
+	if (c->in_fd >= 0 && c->qhead < c->qlen)
+		stdin_refuse(c->id);    /* queued bytes die with the child */
+	stdin_close(c);
 }
 
 void stdin_close(struct child *c)
@@ -251,6 +293,7 @@ void stdin_close(struct child *c)
 	c->in_fd = -1;
 	c->in_watched = 0;
 	c->in_end = 0;
+	c->in_shut = 0;
 	free(c->q);
 	c->q = NULL;
 	c->qhead = c->qlen = c->qcap = 0;
@@ -260,7 +303,7 @@ void stdin_on_event(struct child *c)
 {
 	ssize_t w;
 
-	if (c->in_fd < 0 || c->qhead == c->qlen)
+	if (c->in_fd < 0 || c->in_shut || c->qhead == c->qlen)
 		return;
 	w = write_some(c, c->q + c->qhead, c->qlen - c->qhead);
 	if (w < 0)
@@ -270,5 +313,5 @@ void stdin_on_event(struct child *c)
 		return;
 	c->qhead = c->qlen = 0;
 	if (c->in_end)
-		stdin_close(c);
+		stdin_shut(c);
 }

@@ -5,7 +5,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, chmodSync, readFileSync, readdirSync, openSync, closeSync, rmSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, chmodSync, readFileSync, readdirSync, openSync, closeSync, rmSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -222,14 +222,35 @@ test('credit: the server reads no more than the window; CREDIT opens it', async 
   assert.deepEqual(r.exit, [-1, 9]);
 });
 
-test('CLOSE of stdout: no END for it; the child gets SIGPIPE', async () => {
-  const id = shared.spawn(['yes']);
+test('CLOSE of stdout with unread data: no END for it; yes gets ECONNRESET, exits 1', async () => {
+  // A small window stops the server reading, so the socket holds unread
+  // bytes when it closes: ECONNRESET, as under Node, not SIGPIPE.
+  const id = shared.spawn(['yes'], { window: 1000, stdio: [0, 0, 0] });
   await shared.frame((m) => m.id === id && m.type === P.T.SPAWNED);
+  await sleep(100);
   shared.send(P.encodeClose(id, 1));
   const r = await shared.collect(id, { closed: [1] });
-  assert.deepEqual(r.exit, [-1, 13]);
+  assert.deepEqual(r.exit, [1, 0]);
+  assert.match(r.err.toString(), /Connection reset by peer/);
   await sleep(50);
   assert.equal(shared.frames.filter((f) => f.id === id).length, 0);
+});
+
+test('child stdio are sockets, as libuv makes them', async () => {
+  const r = await shared.run(['sh', '-c', 'for f in 0 1 2; do test -S /proc/self/fd/$f && echo sock$f; done']);
+  assert.equal(r.out.toString(), 'sock0\nsock1\nsock2\n');
+  assert.deepEqual(r.exit, [0, 0]);
+});
+
+test('STDIN_END shuts stdin down: the child reads EOF, and later output still ends', async () => {
+  const id = shared.spawn(['sh', '-c', 'cat; echo done; exec 1>&- 2>&-; sleep 0.2']);
+  shared.send(P.encodeStdin(id, Buffer.from('abc\n')));
+  shared.send(P.encodeStdinEnd(id));
+  const r = await shared.collect(id);
+  assert.equal(r.out.toString(), 'abc\ndone\n');
+  assert.deepEqual(r.exit, [0, 0]);
+  const types = r.frames.map((f) => f.type);
+  assert.ok(types.lastIndexOf(P.T.END) < types.indexOf(P.T.EXIT), 'ENDs arrive at EOF, before the exit');
 });
 
 test('stdin closed by the child: END fd 0 EPIPE', async () => {
@@ -240,6 +261,59 @@ test('stdin closed by the child: END fd 0 EPIPE', async () => {
   const r = await shared.collect(id);
   const end0 = r.frames.find((f) => f.type === P.T.END && f.fd === 0);
   assert.equal(end0?.errno, EPIPE);
+});
+
+test('stdin closed by the child with bytes unread: END fd 0 EPIPE, not ECONNRESET', async () => {
+  const id = shared.spawn(['sh', '-c', 'sleep 0.2; exec 0<&-; sleep 0.3']);
+  shared.send(P.encodeStdin(id, Buffer.from('never read')));
+  assert.equal((await shared.frame((m) => m.id === id && m.type === P.T.WROTE)).bytes, 10);
+  await sleep(400);
+  shared.send(P.encodeStdin(id, Buffer.from('reset')));
+  const r = await shared.collect(id);
+  const end0 = r.frames.filter((f) => f.type === P.T.END && f.fd === 0);
+  // The child's close sets ECONNRESET on our socket, but a non-blocking
+  // AF_UNIX write checks the peer's shutdown first: EPIPE, as Node sees.
+  assert.deepEqual(end0.map((f) => f.errno), [EPIPE]);
+});
+
+test('STDIN that cannot be delivered is answered END fd 0 EPIPE', async () => {
+  const isEnd0 = (id) => (m) => m.id === id && m.type === P.T.END && m.fd === 0;
+  const done = shared.spawn(['true']);
+  await shared.collect(done);
+  shared.send(P.encodeStdin(done, Buffer.from('late')));
+  assert.equal((await shared.frame(isEnd0(done))).errno, EPIPE);
+  shared.send(P.encodeStdin(0x7fff0000, Buffer.from('nobody')));
+  assert.equal((await shared.frame(isEnd0(0x7fff0000))).errno, EPIPE);
+  const ignored = shared.spawn(['sleep', '0.2'], { stdio: [1, 0, 0] });
+  shared.send(P.encodeStdin(ignored, Buffer.from('x')));
+  assert.equal((await shared.frame(isEnd0(ignored))).errno, EPIPE);
+  await shared.collect(ignored, { stdio: [1, 0, 0] });
+  const ended = shared.spawn(['sleep', '0.2']);
+  shared.send(P.encodeStdinEnd(ended));
+  shared.send(P.encodeStdin(ended, Buffer.from('after end')));
+  assert.equal((await shared.frame(isEnd0(ended))).errno, EPIPE);
+  const closed = shared.spawn(['sleep', '0.2']);
+  shared.send(P.encodeClose(closed, 0));
+  shared.send(P.encodeStdin(closed, Buffer.from('after close')));
+  assert.equal((await shared.frame(isEnd0(closed))).errno, EPIPE);
+  // Reaped while a grandchild keeps stdout open: known id, stdin closed.
+  const held = shared.spawn(['sh', '-c', 'sleep 0.3 & exit 0']);
+  await shared.frame((m) => m.id === held && m.type === P.T.EXIT);
+  shared.send(P.encodeStdin(held, Buffer.from('x')));
+  assert.equal((await shared.frame(isEnd0(held))).errno, EPIPE);
+  for (const id of [ended, closed]) await shared.collect(id);
+  for (const fd of [1, 2]) await shared.frame((m) => m.id === held && m.type === P.T.END && m.fd === fd);
+});
+
+test('stdin still queued at reap: END fd 0 EPIPE before EXIT', async () => {
+  const id = shared.spawn(['sleep', '0.3']);
+  for (let i = 0; i < 14; i++) shared.send(P.encodeStdin(id, Buffer.alloc(60000, 'q')));
+  const r = await shared.collect(id);
+  const types = r.frames.map((f) => (f.type === P.T.END && f.fd === 0 ? 'END0' : f.type));
+  assert.equal(types.filter((t) => t === 'END0').length, 1);
+  assert.equal(types.indexOf('END0'), types.indexOf(P.T.EXIT) - 1);
+  assert.equal(r.frames.find((f) => f.type === P.T.END && f.fd === 0).errno, EPIPE);
+  assert.deepEqual(r.exit, [0, 0]);
 });
 
 test('EXIT may precede the ENDs when a grandchild holds the pipes', async () => {
@@ -375,7 +449,70 @@ test('usage: fd 3 not a socket exits 100; a dead parent pid exits at once', asyn
   assert.equal((await orphan.exit).code, 0);
 });
 
-test('EMFILE while making pipes: SPAWN_ERROR with syscall "pipe2"', async () => {
+/** Resolves once `pid` has exited (gone, or a zombie nobody reaped yet). */
+async function gone(pid, ms = 5000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    let state;
+    try {
+      const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      state = st.slice(st.lastIndexOf(')') + 2)[0];
+    } catch { return true; }
+    if (state === 'Z' || state === 'X') return true;
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+}
+
+test('--detach: the started process exits 0 at once; the forked server serves fd 3', async () => {
+  const c = new Conn({ args: ['--detach', String(process.pid)] });
+  const t0 = Date.now();
+  assert.deepEqual(await c.exit, { code: 0, signal: null });
+  assert.ok(Date.now() - t0 < 2000);
+  const h = await c.frame((m) => m.type === P.T.S_HELLO);
+  assert.notEqual(h.pid, c.proc.pid);
+  assert.equal((await c.run(['echo', 'detached'])).out.toString(), 'detached\n');
+  c.close();
+  assert.ok(await gone(h.pid), 'the detached server exits on socket EOF');
+  const usage = spawn(BIN, ['--detach'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+  assert.equal(await new Promise((r) => usage.on('exit', r)), 100);
+});
+
+/** A server started by a short-lived `sh` (our socket stays open: only the
+ * parent's exit can end the server); its pid from HELLO. */
+async function serverUnderSh(script) {
+  const c = new Conn({ bin: '/bin/sh', args: ['-c', script] });
+  const { pid } = await c.frame((m) => m.type === P.T.S_HELLO);
+  return { c, pid };
+}
+
+test('the parent process exits: a SPAWN sent before is carried out, then the server exits', async () => {
+  const { c, pid } = await serverUnderSh(`"${BIN}" $$ & wait`);
+  const marker = join(dir, 'marker-parent-exit');
+  // Stopped, the server cannot handle the SPAWN before the parent is gone.
+  process.kill(pid, 'SIGSTOP');
+  const id = c.spawn(['sh', '-c', `echo ran > ${marker}`], { stdio: [1, 1, 1] });
+  await sleep(100);
+  c.proc.kill('SIGKILL');
+  await c.exit;
+  process.kill(pid, 'SIGCONT');
+  assert.ok(await gone(pid), 'the server exits when its parent does');
+  assert.equal((await c.frame((m) => m.id === id)).type, P.T.SPAWNED);
+  for (let i = 0; i < 100 && !existsSync(marker); i++) await sleep(20);
+  assert.equal(readFileSync(marker, 'utf8'), 'ran\n');
+  c.close();
+});
+
+test('--detach: the parent-pid argument ties the server to that process', async () => {
+  const { c, pid } = await serverUnderSh(`"${BIN}" --detach $$; exec sleep 30`);
+  assert.equal((await c.run(['echo', 'ok'])).out.toString(), 'ok\n');
+  c.proc.kill('SIGKILL');
+  await c.exit;
+  assert.ok(await gone(pid), 'the server exits when the named process does');
+  c.close();
+});
+
+test('EMFILE while making stdio: SPAWN_ERROR with syscall "socketpair"', async () => {
   const c = new Conn({ bin: '/bin/sh', args: ['-c', `ulimit -n 14 && exec "${BIN}"`] });
   const ids = [];
   let error;
@@ -385,7 +522,7 @@ test('EMFILE while making pipes: SPAWN_ERROR with syscall "pipe2"', async () => 
     const f = await c.frame((m) => m.id === id && (m.type === P.T.SPAWNED || m.type === P.T.SPAWN_ERROR));
     if (f.type === P.T.SPAWN_ERROR) error = [f.errno, f.syscall];
   }
-  assert.deepEqual(error, [EMFILE, 'pipe2']);
+  assert.deepEqual(error, [EMFILE, 'socketpair']);
   for (const id of ids) c.send(P.encodeKill(id, 9));
   c.close();
 });

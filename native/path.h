@@ -1,0 +1,16 @@
+/* PATH search with execvp's rules, done in the server (path.c). */
+#ifndef SPAWND_PATH_H
+#define SPAWND_PATH_H
+
+#include <stddef.h>
+
+/* execvp's search, done in the server so one spawn is one exec.
+ * Tries each entry of path_env ("/usr/bin:/bin" if NULL; an empty entry is
+ * the child's cwd) and returns 0 with *out the path to exec, or -errno
+ * (-EACCES if an entry had the file but it was not executable, -ENOENT).
+ * `cwd` (NULL: the server's) resolves relative entries as the child will.
+ * buf holds the result; both buffers are bufsz bytes. */
+int path_search(const char *file, const char *path_env, const char *cwd,
+		char *buf, char *scratch, size_t bufsz, const char **out);
+
+#endif
