@@ -108,7 +108,22 @@ static void stream_end(struct stream *s, int err)
 }
 
 /* One read of at most min(credit, 64 KiB), straight into the output buffer. */
+static void stream_read_once(struct stream *s, int *drained);
+
+/* One read, and the EOF right behind it when the writer is gone: Node sees
+ * a pipe's last bytes and its EOF in one go (libuv reports POLLHUP's EOF
+ * after a short read), so the END must not wait behind other streams. */
 static void stream_read(struct stream *s)
+{
+	int drained = 0;
+
+	stream_read_once(s, &drained);
+	if (drained && s->fd >= 0 && s->hup && s->credit > 0)
+		stream_read_once(s, &drained);
+	ready_update(s);
+}
+
+static void stream_read_once(struct stream *s, int *drained)
 {
 	size_t want = s->credit < SPAWND_PIPE_CHUNK ? (size_t)s->credit
 						     : SPAWND_PIPE_CHUNK;
@@ -126,6 +141,7 @@ static void stream_read(struct stream *s)
 		 * (unless the writer has gone: then read on to EOF). */
 		if ((size_t)n < want && !s->hup)
 			s->readable = 0;
+		*drained = (size_t)n < want;
 	} else if (n == 0) {
 		stream_end(s, 0);
 	} else if (errno == EAGAIN) {
@@ -133,7 +149,6 @@ static void stream_read(struct stream *s)
 	} else {
 		stream_end(s, errno);
 	}
-	ready_update(s);
 }
 
 void streams_pump(void)

@@ -1,0 +1,190 @@
+// The child lifecycle as real programs see it, against node:child_process:
+// events delivered callback by callback (ticks and microtasks settled in
+// between) while the parent's loop was blocked, 'close' order after
+// destroy(), streams replaced by the user, and every stdin write callback
+// firing exactly once when the child dies under it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as nodeCp from 'node:child_process';
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
+import { createPool } from '../../lib/index.js';
+
+const pool = createPool({ size: 2 });
+const impls = { node: nodeCp.spawn, spawnpool: pool.spawn };
+
+function block(ms) {
+  const end = Date.now() + ms;
+  while (Date.now() < end);
+}
+
+/**
+ * Every event of the child and its streams, each followed by what a
+ * nextTick and a promise reaction queued in its listener recorded: their
+ * place in the trace shows whether they ran before the next event.
+ */
+function traceChild(child) {
+  const log = [];
+  const mark = (s) => {
+    log.push(s);
+    process.nextTick(() => log.push(`tick<${s}`));
+    Promise.resolve().then(() => log.push(`micro<${s}`));
+  };
+  child.on('spawn', () => mark('spawn'));
+  child.stdout.on('data', (d) => mark(`out ${d}`));
+  child.stderr.on('data', (d) => mark(`err ${d}`));
+  for (const [name, s] of [['out', child.stdout], ['err', child.stderr], ['in', child.stdin]]) {
+    s.on('end', () => mark(`${name} end`));
+    s.on('close', (hadError) => mark(`${name} close ${hadError}`));
+  }
+  child.on('exit', (code, signal) => mark(`exit ${code} ${signal}`));
+  const closed = new Promise((resolve) => child.on('close', (code) => {
+    mark(`close ${code}`);
+    setTimeout(() => resolve(log), 30);
+  }));
+  return closed;
+}
+
+// Known, documented differences (docs/behaviour-differences.md): Node's
+// stdout/stderr are duplex sockets that also emit 'finish'; and Node emits
+// 'spawn' on the tick after spawn() where spawnpool waits for the server.
+const normalise = (log) => log.filter((e) => !/finish/.test(e) && !/spawn/.test(e));
+
+// Which of stdout and stderr a reader sees first is a race under Node too
+// (the server reads while the parent is blocked); everything else is not.
+function views(log) {
+  const events = log.filter((e) => !/^(tick|micro)</.test(e));
+  // ('close' itself comes from inside the last stream's 'close' callback.)
+  const settled = events.filter((e) => !e.startsWith('close')).every((e) => {
+    const i = log.indexOf(e);
+    return log[i + 1] === `tick<${e}` && log[i + 2] === `micro<${e}` || /^(out|err) close/.test(e);
+  });
+  const exitAt = events.findIndex((e) => e.startsWith('exit'));
+  return {
+    settledAfterEach: settled,
+    stdout: events.filter((e) => e.startsWith('out')),
+    stderr: events.filter((e) => e.startsWith('err')),
+    outputBeforeExit: events.slice(exitAt).filter((e) => /^(out|err) [^ec]/.test(e) || /end$/.test(e)),
+    last: events.at(-1).startsWith('close') || events.at(-2).startsWith('close'),
+    process: events.filter((e) => /^(exit|close|in )/.test(e)),
+  };
+}
+
+test('loop blocked while the child writes to both streams and exits: same events, ticks and microtasks settled after each', async () => {
+  const traces = {};
+  for (const [name, spawn] of Object.entries(impls)) {
+    const child = spawn('sh', ['-c', 'echo out; echo err >&2; exit 3']);
+    const done = traceChild(child);
+    if (name === 'spawnpool') await once(child, 'spawn'); // the server must have the request
+    block(150);
+    traces[name] = views(normalise(await done));
+  }
+  assert.equal(traces.node.settledAfterEach, true);
+  assert.deepEqual(traces.spawnpool, traces.node);
+});
+
+test("await once(child, 'spawn'), then wait for 'close' with a busy loop: it resolves", async () => {
+  for (const spawn of Object.values(impls)) {
+    const child = spawn('sh', ['-c', 'echo hi; echo there >&2']);
+    await once(child, 'spawn');
+    block(100);
+    const closed = once(child, 'close');
+    const [code] = await Promise.race([closed, new Promise((_, reject) => setTimeout(() => reject(new Error('hung')), 3000))]);
+    assert.equal(code, 0);
+  }
+});
+
+test('stderr read to its end before stdout (busy loop): stdout is not lost', async () => {
+  const results = {};
+  for (const [name, spawn] of Object.entries(impls)) {
+    const child = spawn('sh', ['-c', 'echo out; echo err >&2']);
+    await once(child, 'spawn');
+    block(100);
+    let err = '';
+    for await (const chunk of child.stderr) err += chunk;
+    let out = '';
+    for await (const chunk of child.stdout) out += chunk;
+    results[name] = { out, err };
+  }
+  assert.deepEqual(results.spawnpool, results.node);
+});
+
+test("destroy(): the streams' 'close' events come in Node's (libuv's LIFO) order", async () => {
+  const orders = {};
+  for (const [name, spawn] of Object.entries(impls)) {
+    const child = spawn('cat');
+    await once(child, 'spawn');
+    const order = [];
+    child.stdout.on('close', () => order.push('stdout'));
+    child.stdin.on('close', () => order.push('stdin'));
+    child.stderr.on('close', () => order.push('stderr'));
+    child.stdout.destroy();
+    child.stdin.destroy();
+    await once(child, 'close');
+    orders[name] = order;
+  }
+  assert.deepEqual(orders.spawnpool, orders.node);
+  assert.deepEqual(orders.node.slice(0, 2), ['stdin', 'stdout']);
+});
+
+test('a user replaces stdout, stdin and stdio[i]: no crash, data still reaches the original streams, the replacements are treated as Node treats them', async () => {
+  const results = {};
+  for (const [name, spawn] of Object.entries(impls)) {
+    const child = spawn('sh', ['-c', 'read line; echo "got $line"; echo e >&2']);
+    const { stdin, stdout, stderr } = child;
+    let out = '';
+    let err = '';
+    stdout.on('data', (d) => { out += d; });
+    stderr.on('data', (d) => { err += d; });
+    const replacementIn = new PassThrough();
+    const replacementOut = new PassThrough();
+    child.stdin = child.stdio[0] = replacementIn;
+    child.stdout = child.stdio[1] = replacementOut;
+    child.stdio[2] = { not: 'a stream' };
+    child.stderr = null;
+    stdin.end('x\n');
+    const [code] = await once(child, 'close');
+    results[name] = { code, out, err, replacedInDestroyed: replacementIn.destroyed, replacedOutFlowing: replacementOut.readableFlowing };
+  }
+  assert.deepEqual(results.spawnpool, results.node);
+  assert.equal(results.node.out, 'got x\n');
+});
+
+test('ten 64 KiB stdin writes, SIGKILL 2 ms later: every callback is called exactly once (30 runs)', { timeout: 60_000 }, async () => {
+  for (let run = 0; run < 30; run++) {
+    const child = pool.spawn('cat', [], { stdio: ['pipe', 'ignore', 'ignore'] });
+    child.stdin.on('error', () => {});
+    const closed = once(child, 'close');
+    const calls = new Array(10).fill(0);
+    const results = [];
+    for (let i = 0; i < 10; i++) {
+      results.push(new Promise((resolve) => child.stdin.write(Buffer.alloc(65536), (e) => {
+        calls[i]++;
+        resolve(e?.code ?? 'ok');
+      })));
+    }
+    setTimeout(() => child.kill('SIGKILL'), 2);
+    const codes = await Promise.race([Promise.all(results), new Promise((_, reject) => setTimeout(() => reject(new Error(`run ${run}: callbacks hung: ${calls}`)), 5000))]);
+    await closed;
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(calls, new Array(10).fill(1), `run ${run}`);
+    // Once one write failed, none after it succeeded.
+    const firstFail = codes.findIndex((c) => c !== 'ok');
+    if (firstFail !== -1) assert.ok(codes.slice(firstFail).every((c) => c !== 'ok'), codes.join());
+  }
+});
+
+test('a write after the child exited gets its callback (EPIPE or ERR_STREAM_DESTROYED, as Node)', async () => {
+  const results = {};
+  for (const [name, spawn] of Object.entries(impls)) {
+    const child = spawn('true');
+    child.stdin.on('error', () => {});
+    await once(child, 'exit');
+    results[name] = await new Promise((resolve) => child.stdin.write('late', (e) => resolve(e?.code ?? 'ok')));
+  }
+  assert.deepEqual(results.spawnpool, results.node);
+});
+
+test('pool closes', async () => {
+  await pool.close();
+});
