@@ -1,0 +1,134 @@
+// Faults that must never crash or hang the application: servers SIGKILLed
+// again and again under load, worker threads that spawn and end, a pool
+// that could not start for a while.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createPool } from '../../lib/index.js';
+import { Pool } from '../../lib/pool.js';
+import { createSpawn } from '../../lib/spawn.js';
+import { fdCount, zombiesOf, isGone } from '../helpers/leaks.js';
+
+const LIB = new URL('../../lib/index.js', import.meta.url).href;
+
+/** Every outcome of one child: events in order, stdin callbacks, output. */
+function outcome(child, writes) {
+  const events = [];
+  let out = '';
+  const callbacks = [];
+  child.on('spawn', () => events.push('spawn'));
+  child.on('error', (e) => events.push(`error ${e.code}`));
+  child.on('exit', (code, signal) => events.push(`exit ${code} ${signal}`));
+  child.stdout.on('data', (d) => { out += d; });
+  child.stdin.on('error', () => {});
+  for (let i = 0; i < writes; i++) {
+    callbacks.push(new Promise((resolve) => child.stdin.write(`line ${i}\n`, (e) => resolve(e?.code ?? 'ok'))));
+  }
+  child.stdin.end();
+  const closed = new Promise((resolve) => child.on('close', (code, signal) => {
+    events.push(`close ${code} ${signal}`);
+    resolve();
+  }));
+  return Promise.all([closed, ...callbacks]).then(([, ...codes]) => ({ events, out, codes, pid: child.pid }));
+}
+
+test('servers SIGKILLed repeatedly under 1,000 short children and stdin writers: one outcome each, every callback, no hang, no zombie, no leaked fd', { timeout: 120_000 }, async () => {
+  const pool = createPool({ size: 2 });
+  await once(pool.spawn('true'), 'close');
+  const fdsBefore = fdCount();
+  const serverPids = new Set();
+  let kills = 0;
+  let stop = false;
+  const killer = (async () => {
+    while (!stop) {
+      await sleep(40);
+      const live = pool.stats().servers.filter((s) => s.ready && s.pid);
+      if (live.length === 0) continue;
+      const victim = live[kills % live.length].pid;
+      serverPids.add(victim);
+      try { process.kill(victim, 'SIGKILL'); kills++; } catch { /* gone */ }
+    }
+  })();
+  const results = [];
+  for (let batch = 0; batch < 20; batch++) {
+    const children = [];
+    for (let i = 0; i < 50; i++) children.push(outcome(pool.spawn('cat'), 3));
+    const timeout = sleep(20_000).then(() => { throw new Error(`batch ${batch} hung`); });
+    results.push(...await Promise.race([Promise.all(children), timeout]));
+  }
+  stop = true;
+  await killer;
+  assert.ok(kills >= 5, `only ${kills} servers killed`);
+  assert.equal(results.length, 1000);
+  for (const r of results) {
+    const last = r.events.at(-1);
+    assert.match(last, /^close /, JSON.stringify(r));
+    assert.equal(r.events.filter((e) => e.startsWith('close')).length, 1, JSON.stringify(r));
+    assert.equal(r.events.filter((e) => e.startsWith('exit') || e.startsWith('error')).length, 1, JSON.stringify(r));
+    assert.equal(r.events.filter((e) => e.startsWith('error')).length, 0, `no 'error' for a lost server: ${JSON.stringify(r)}`);
+    if (r.events.includes('exit 0 null')) assert.equal(r.out, 'line 0\nline 1\nline 2\n');
+    else assert.deepEqual(r.events.slice(-2), ['exit null SIGKILL', 'close null SIGKILL'], JSON.stringify(r));
+  }
+  const finished = results.filter((r) => r.events.includes('exit 0 null')).length;
+  assert.ok(finished > 500, `${finished} of 1000 finished normally`);
+  // The pool healed: it serves again, with a full set of servers.
+  const after = pool.spawn('echo', ['healed']);
+  let out = '';
+  after.stdout.on('data', (d) => { out += d; });
+  await once(after, 'close');
+  assert.equal(out, 'healed\n');
+  assert.equal(pool.stats().available, true);
+  assert.ok(pool.stats().restarts >= kills, JSON.stringify(pool.stats()));
+  await pool.close();
+  for (const r of results) assert.ok(r.pid === undefined || isGone(r.pid), `child ${r.pid} left running`);
+  assert.deepEqual(zombiesOf([process.pid, ...serverPids]), []);
+  await sleep(100);
+  assert.ok(fdCount() <= fdsBefore, `fds: ${fdsBefore} before, ${fdCount()} after`);
+});
+
+test('50 worker threads that spawn and end leave no zombie server', { timeout: 60_000 }, async () => {
+  const code = `
+    import { spawn } from ${JSON.stringify(LIB)};
+    import { once } from 'node:events';
+    const c = spawn('echo', ['w']);
+    await once(c, 'close');
+  `;
+  for (let i = 0; i < 50; i += 10) {
+    await Promise.all(Array.from({ length: 10 }, async () => {
+      const w = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`));
+      const [exitCode] = await once(w, 'exit');
+      assert.equal(exitCode, 0);
+    }));
+  }
+  await sleep(300);
+  assert.deepEqual(zombiesOf([process.pid]), []);
+});
+
+test('a pool that could not start its servers recovers by itself once it can', async () => {
+  const internal = new Pool({ size: 1, server: '/nonexistent/spawnd' });
+  const pool = { spawn: createSpawn(() => internal), stats: () => internal.stats(), close: () => internal.close() };
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w.message);
+  process.on('warning', onWarning);
+  try {
+    const first = pool.spawn('echo', ['fallback']);
+    await once(first, 'close');
+    assert.equal(pool.stats().available, false);
+    assert.match(pool.stats().unavailableReason, /not found at \/nonexistent\/spawnd/);
+    // The binary appears (an install finished, fds were freed...): once the
+    // re-check time has come, the pool serves again without a restart.
+    internal.binary = new URL('../../native/build/spawnd', import.meta.url).pathname;
+    internal.retryAt = 0;
+    const second = pool.spawn('echo', ['served']);
+    await once(second, 'close');
+    assert.equal(pool.stats().available, true);
+    assert.equal(pool.stats().spawned, 1);
+    await sleep(10);
+    assert.ok(warnings.some((w) => /not found/.test(w)), warnings.join('\n'));
+  } finally {
+    process.off('warning', onWarning);
+    await pool.close();
+  }
+});
