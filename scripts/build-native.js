@@ -229,9 +229,9 @@ async function installPrebuilt(target) {
   return null;
 }
 
-function notice(why) {
-  console.error(`spawnpool: NOTICE: ${why}.\n`
-    + 'spawnpool: every spawn/exec/execFile call will go to node:child_process (same behaviour, without the speed-up).');
+function notice(why, help = '') {
+  console.error(`spawnpool: NOTICE: ${why}, so every spawn/exec/execFile call will go to `
+    + `node:child_process (same behaviour, without the speed-up).${help}`);
 }
 
 /** The `install` step: build, else the prebuilt server, else a notice. Never fails. */
@@ -240,7 +240,7 @@ async function install() {
   const arch = process.env.SPAWNPOOL_ARCH || process.arch;
   const target = `${platform}-${arch}`;
   if (platform !== 'linux') {
-    notice(`the native spawn server runs on Linux only; nothing to build on ${target}`);
+    notice(`the native spawn server runs on Linux only (this is ${target})`);
     return;
   }
   const cc = findCompiler();
@@ -258,8 +258,8 @@ async function install() {
   const why = await installPrebuilt(target);
   if (why === null) return;
   const tried = process.env.CC ? `$CC=${process.env.CC}` : 'cc, gcc, clang';
-  notice(`${cc === null ? `no C compiler found (tried ${tried})` : 'the native server did not compile'} and ${why}.\n`
-    + '  To build it, install a C compiler, then run `npm rebuild spawnpool`:\n'
+  notice(`${cc === null ? `no C compiler found (tried ${tried})` : 'the native server did not compile'} and ${why}`,
+    '\n  To build the server, install a C compiler, then run `npm rebuild spawnpool`:\n'
     + '    Debian/Ubuntu: apt-get install gcc   (or build-essential)\n'
     + '    Fedora/RHEL:   dnf install gcc glibc-static\n'
     + '    Alpine:        apk add build-base linux-headers');
@@ -288,5 +288,5 @@ else if (args.has('--sanitize') || args.has('--test')) buildForDevelopment();
 else {
   // Whatever goes wrong here (a read-only directory, say), `npm install`
   // must not fail because of spawnpool: the library falls back at run time.
-  await install().catch((error) => notice(`the install step failed: ${error.message}`));
+  await install().catch((error) => notice(`the install step failed (${error.message})`));
 }
