@@ -190,14 +190,15 @@ async function buildPrebuilt() {
   const server = serverSources();
   for (const [arch, { triple, machine }] of Object.entries(PREBUILT)) {
     const host = arch === process.arch;
+    const output = join(prebuiltDir, `linux-${arch}`, 'spawnd');
     const cc = findCompiler(host ? undefined : [`${triple}-gcc`]);
     if (cc === null) {
       if (host) fail('no C compiler found: the prebuilt server for this machine cannot be built');
+      rmSync(dirname(output), { recursive: true, force: true }); // one left from an earlier pack may be stale
       say(`linux-${arch} prebuilt server skipped: no cross compiler ${triple}-gcc on PATH `
-        + `(Debian/Ubuntu: apt-get install gcc-${triple}); the tarball will not carry one`);
+        + `(Debian/Ubuntu: apt-get install gcc-${triple.replaceAll('_', '-')}); the tarball will not carry one`);
       continue;
     }
-    const output = join(prebuiltDir, `linux-${arch}`, 'spawnd');
     compileOrExit(cc, { ...server, output, flags: ['-static'], userFlags: false });
     const wrong = checkStaticElf(output, machine) ?? (host ? await checkServer(output) : null);
     if (wrong !== null) {
