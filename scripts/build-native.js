@@ -30,7 +30,7 @@
 import { spawnSync } from 'node:child_process';
 import {
   chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync,
-  statSync,
+  statSync, utimesSync,
 } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -225,6 +225,9 @@ async function installPrebuilt(target) {
     rmSync(tmp, { force: true });
     return `the prebuilt server for ${target} does not run here (${wrong})`;
   }
+  // Dated 1970: never "up to date", so the next run with a compiler (npm
+  // rebuild, or the --test build) compiles the sources instead of keeping it.
+  utimesSync(tmp, 0, 0);
   renameSync(tmp, output);
   say(`installed the prebuilt static server for ${target} as ${rel(output)}`);
   return null;
