@@ -1,6 +1,6 @@
 // A pool of spawn servers: started together on first use, least-busy
 // dispatch, replaced when one dies, never keeping an idle process alive.
-import { readFileSync, accessSync, constants as fsConstants } from 'node:fs';
+import { readFileSync, accessSync, existsSync, constants as fsConstants } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { debuglog } from 'node:util';
@@ -10,7 +10,15 @@ import { NodeLink } from './node-link.js';
 import { poolError, invalidArgType, invalidArgValue } from './errors.js';
 
 const debug = debuglog('spawnpool');
-const defaultBinary = fileURLToPath(new URL('../native/build/spawnd', import.meta.url));
+// The server `npm install` built or installed; failing that (scripts
+// skipped: --ignore-scripts, pnpm, Bun), the static one the tarball carries
+// for this platform, which the handshake verifies before any child is
+// trusted to it.
+const builtBinary = fileURLToPath(new URL('../native/build/spawnd', import.meta.url));
+// ($SPAWNPOOL_PLATFORM stands in for another OS in the install tests.)
+const platform = process.env.SPAWNPOOL_PLATFORM ?? process.platform;
+const prebuiltBinary = fileURLToPath(new URL(`../native/build/prebuilt/${platform}-${process.arch}/spawnd`, import.meta.url));
+const defaultBinary = () => (existsSync(builtBinary) || !existsSync(prebuiltBinary) ? builtBinary : prebuiltBinary);
 const LATENCY_SAMPLES = 1024;
 const MAX_START_FAILURES = 3;
 const RECHECK_MS = 30_000;          // an unavailable pool tries again after this
@@ -70,7 +78,7 @@ export class Pool {
     validatePoolOptions(options);
     this.size = options.size ?? availableCpus();
     this.strategy = options.strategy ?? 'least-busy';
-    this.binary = options.server ?? process.env.SPAWNPOOL_SERVER ?? defaultBinary;
+    this.binary = options.server ?? process.env.SPAWNPOOL_SERVER ?? defaultBinary();
     this.window = options.window ?? 256 * 1024;
     this.servers = [];
     this.closed = false;
@@ -106,6 +114,10 @@ export class Pool {
   }
 
   start() {
+    if (platform !== 'linux' && this.binary === builtBinary) {
+      this.markUnavailable(`the native spawn server runs on Linux only (this is ${platform})`);
+      return;
+    }
     try {
       accessSync(this.binary, fsConstants.X_OK);
     } catch (err) {
