@@ -1,0 +1,163 @@
+// The session alone, without a server: a fake link records the frames it
+// would send and the event-loop holds; frames are fed in by hand.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { constants } from 'node:os';
+import { Session } from '../../lib/session.js';
+import { ChildProcess } from '../../lib/child-process.js';
+import { T, STDIO_PIPE, STDIO_IGNORE, decodeFrame } from '../../lib/protocol.js';
+
+const { EPIPE, ENOENT } = constants.errno;
+
+function fakeLink() {
+  return {
+    frames: [],
+    refs: 0,
+    released: [],
+    send(frame) { this.frames.push(decodeFrame(frame, 0, frame.length)); },
+    ref() { this.refs++; },
+    unref() { this.refs--; },
+    release(id) { this.released.push(id); },
+    types() { return this.frames.map((f) => Object.keys(T).find((k) => T[k] === f.type && k !== 'S_HELLO')); },
+  };
+}
+
+function request(stdio = [STDIO_PIPE, STDIO_PIPE, STDIO_PIPE]) {
+  return { flags: 0, uid: 0, gid: 0, window: 1024, stdio, file: 'cat', cwd: '/', argv: ['cat'], env: [] };
+}
+
+function make(stdio) {
+  const child = new ChildProcess();
+  const events = [];
+  for (const e of ['spawn', 'exit', 'close', 'error']) child.on(e, (...a) => events.push([e, ...a.map((x) => x?.code ?? x)]));
+  const session = new Session(child, request(stdio), ['cat', [], {}]);
+  child._init(session, 3, () => {});
+  return { child, session, events };
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 5));
+
+test('the constructor sends nothing; attach() sends the SPAWN and holds the loop until the outcome', () => {
+  const { session } = make();
+  const link = fakeLink();
+  assert.equal(session.state, 'spawning');
+  session.attach(link, 7);
+  assert.deepEqual(link.types(), ['SPAWN']);
+  assert.equal(link.frames[0].id, 7);
+  assert.equal(link.refs, 1);
+});
+
+test('spawned, output, EOFs and exit: Node events, then the id is released and the loop let go', async () => {
+  const { child, session, events } = make();
+  const link = fakeLink();
+  session.attach(link, 1);
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.resume();
+  session.onMessage({ type: T.SPAWNED, pid: 4242 });
+  assert.equal(child.pid, 4242);
+  session.onMessage({ type: T.DATA, fd: 1, data: Buffer.from('hi') });
+  session.onMessage({ type: T.END, fd: 1, errno: 0 });
+  session.onMessage({ type: T.END, fd: 2, errno: 0 });
+  assert.deepEqual(link.released, []);
+  session.onMessage({ type: T.EXIT, code: 3, signal: 0 });
+  assert.deepEqual(link.released, [1]);
+  assert.equal(link.refs, 0);
+  await settle();
+  assert.equal(out, 'hi');
+  assert.deepEqual(events, [['spawn'], ['exit', 3, null], ['close', 3, null]]);
+});
+
+test('a user who replaces child.stdout does not change where output goes', async () => {
+  const { child, session } = make();
+  session.attach(fakeLink(), 1);
+  const original = child.stdout;
+  child.stdout = child.stdio[1] = { not: 'a stream' };
+  let out = '';
+  original.on('data', (d) => { out += d; });
+  session.onMessage({ type: T.SPAWNED, pid: 1 });
+  session.onMessage({ type: T.DATA, fd: 1, data: Buffer.from('kept') });
+  await settle();
+  assert.equal(out, 'kept');
+});
+
+test('the exit fails a stdin write still in flight with EPIPE, once', async () => {
+  const { child, session } = make();
+  session.attach(fakeLink(), 1);
+  child.stdin.on('error', () => {});
+  session.onMessage({ type: T.SPAWNED, pid: 1 });
+  const results = [];
+  child.stdin.write('abc', (e) => results.push(e?.code ?? 'ok'));
+  session.onMessage({ type: T.EXIT, code: 0, signal: 0 });
+  session.onMessage({ type: T.END, fd: 0, errno: EPIPE }); // the server's late answer: ignored
+  await settle();
+  assert.deepEqual(results, ['EPIPE']);
+});
+
+test('WROTE completes a write; END fd 0 fails the next one', async () => {
+  const { child, session } = make();
+  session.attach(fakeLink(), 1);
+  child.stdin.on('error', () => {});
+  session.onMessage({ type: T.SPAWNED, pid: 1 });
+  const results = [];
+  child.stdin.write('abc', (e) => results.push(e?.code ?? 'ok'));
+  session.onMessage({ type: T.WROTE, bytes: 3 });
+  child.stdin.write('def', (e) => results.push(e?.code ?? 'ok'));
+  await settle();
+  session.onMessage({ type: T.END, fd: 0, errno: EPIPE });
+  await settle();
+  assert.deepEqual(results, ['ok', 'EPIPE']);
+});
+
+test('spawn error: Node shape, no release before the outcome, streams end, close follows', async () => {
+  const { child, session, events } = make();
+  const link = fakeLink();
+  session.attach(link, 9);
+  session.onMessage({ type: T.SPAWN_ERROR, errno: ENOENT, syscall: 'spawn' });
+  assert.equal(child.exitCode, -ENOENT);
+  assert.deepEqual(link.released, [9]);
+  await settle();
+  assert.deepEqual(events.map((e) => e[0]), ['error', 'close']);
+  assert.equal(events[0][1], 'ENOENT');
+});
+
+test('a lost server ends a running child as killed by SIGKILL, without an error', async () => {
+  const { child, session, events } = make();
+  session.attach(fakeLink(), 1);
+  session.onMessage({ type: T.SPAWNED, pid: 2147483646 }); // no such process: kill() finds nothing
+  child.stdout.resume();
+  child.stderr.resume();
+  session.lost();
+  await settle();
+  assert.deepEqual(events, [['spawn'], ['exit', null, 'SIGKILL'], ['close', null, 'SIGKILL']]);
+});
+
+test('resubmitted to another server: stdin, end, destroy and kill are replayed behind the SPAWN', () => {
+  const { child, session } = make();
+  const dead = fakeLink();
+  session.attach(dead, 1);
+  child.stdin.write('early');
+  child.stdin.end();
+  child.stderr.destroy();
+  child.kill('SIGTERM');
+  const live = fakeLink();
+  session.attach(live, 5);
+  // (end() waits behind the unacknowledged write: no STDIN_END yet.)
+  assert.deepEqual(live.types(), ['SPAWN', 'STDIN', 'CLOSE', 'KILL']);
+  assert.equal(live.frames.find((f) => f.type === T.STDIN).data.toString(), 'early');
+  assert.equal(live.frames.find((f) => f.type === T.KILL).signal, constants.signals.SIGTERM);
+  assert.ok(live.frames.every((f) => f.id === 5));
+});
+
+test('unref() lets the loop go while the process runs; an open pipe still holds it', () => {
+  const { child, session } = make([STDIO_IGNORE, STDIO_PIPE, STDIO_IGNORE]);
+  const link = fakeLink();
+  session.attach(link, 1);
+  session.onMessage({ type: T.SPAWNED, pid: 1 });
+  child.unref();
+  assert.equal(link.refs, 1, 'stdout is open and ref\'d');
+  child.stdout.unref();
+  assert.equal(link.refs, 0);
+  child.ref();
+  assert.equal(link.refs, 1);
+});
