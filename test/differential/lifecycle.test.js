@@ -185,6 +185,32 @@ test('a write after the child exited gets its callback (EPIPE or ERR_STREAM_DEST
   assert.deepEqual(results.spawnpool, results.node);
 });
 
+test("the child's stdio are sockets, as libuv makes them", async () => {
+  const results = {};
+  for (const [name, spawn] of Object.entries(impls)) {
+    const child = spawn('sh', ['-c', 'for fd in 0 1 2; do if [ -S /proc/self/fd/$fd ]; then echo "$fd socket"; else echo "$fd other"; fi; done']);
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    await once(child, 'close');
+    results[name] = out;
+  }
+  assert.deepEqual(results.spawnpool, results.node);
+  assert.equal(results.node, '0 socket\n1 socket\n2 socket\n');
+});
+
+test('`yes` whose reader goes away ends as under Node (ECONNRESET, exit 1; not SIGPIPE)', async () => {
+  const results = {};
+  for (const [name, spawn] of Object.entries(impls)) {
+    const child = spawn('yes');
+    let err = '';
+    child.stderr.on('data', (d) => { err += d; });
+    child.stdout.once('data', () => child.stdout.destroy());
+    const [code, signal] = await once(child, 'close');
+    results[name] = { code, signal, reset: /reset by peer/i.test(err) };
+  }
+  assert.deepEqual(results.spawnpool, results.node);
+});
+
 test('pool closes', async () => {
   await pool.close();
 });

@@ -132,3 +132,20 @@ test('a pool that could not start its servers recovers by itself once it can', a
     await pool.close();
   }
 });
+
+test('spawns issued in the same tick as a server death all run, on the live server', async () => {
+  const pool = createPool({ size: 2 });
+  await Promise.all([once(pool.spawn('true'), 'close'), once(pool.spawn('true'), 'close')]);
+  const [victim] = pool.stats().servers;
+  process.kill(victim.pid, 'SIGKILL');
+  const results = await Promise.all(Array.from({ length: 100 }, (_, i) => {
+    const child = pool.spawn('echo', [`n${i}`]);
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.on('error', (e) => { out += `error ${e.code}`; });
+    return new Promise((resolve) => child.on('close', (code) => resolve(`${code} ${out}`)));
+  }));
+  assert.deepEqual(results, Array.from({ length: 100 }, (_, i) => `0 n${i}\n`));
+  assert.ok(pool.stats().retried > 0, JSON.stringify(pool.stats()));
+  await pool.close();
+});
