@@ -1,7 +1,7 @@
 // A pool of spawn servers: started together on first use, least-busy
 // dispatch, replaced when one dies, never keeping an idle process alive.
 import { readFileSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { nodeSpawnSync as spawnSync } from './node-child-process.js';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { debuglog } from 'node:util';

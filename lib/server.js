@@ -1,6 +1,6 @@
 // One spawn server: starts the native binary with a private socketpair on
 // its fd 3, speaks the protocol, and routes each frame to the child it names.
-import { spawn as nodeSpawn } from 'node:child_process';
+import { nodeSpawn } from './node-child-process.js';
 import { debuglog } from 'node:util';
 import { constants } from 'node:os';
 import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, MAX_FRAME } from './protocol.js';
