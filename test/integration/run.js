@@ -49,10 +49,39 @@ export function runScenario(name, { nodeArgs = [], env = {}, cwd = ROOT } = {}) 
   });
 }
 
+/**
+ * Runs `name` to its end even if the process dies in a case: the case it
+ * died in is recorded as `{ crashed }` (exit status and stderr) and the run
+ * goes on from the next case in a new process. The result is that of the
+ * last process, with the cases of all of them.
+ */
+export async function runResuming(name, options = {}) {
+  const cases = {};
+  const counts = {};
+  const stacks = {};
+  let crashed = false;
+  let from = 0;
+  for (;;) {
+    const run = await runScenario(name, { ...options, env: { ...options.env, SCENARIO_FROM: String(from) } });
+    const report = run.report;
+    if (report === null) return run;
+    Object.assign(cases, report.cases);
+    Object.assign(counts, report.counts);
+    Object.assign(stacks, report.stacks);
+    run.report = { ...report, cases, counts, stacks, crashed };
+    if (report.done || report.current === null) return run;
+    cases[report.current] = { crashed: `exit ${run.code ?? run.signal}`, stderr: run.stderr.slice(-3000) };
+    counts[report.current] = { served: NaN, fallbacks: NaN };
+    crashed = run.report.crashed = true;
+    from = report.names.indexOf(report.current) + 1;
+    if (from >= report.names.length) return run;
+  }
+}
+
 /** Runs `name` plain, then under `--import lib/register.js`. */
 export async function runBoth(name, options = {}) {
   const node = await runScenario(name, options);
-  const pooled = await runScenario(name, { ...options, nodeArgs: ['--import', REGISTER, ...(options.nodeArgs ?? [])] });
+  const pooled = await runResuming(name, { ...options, nodeArgs: ['--import', REGISTER, ...(options.nodeArgs ?? [])] });
   return { node, pooled };
 }
 
@@ -76,6 +105,7 @@ export async function scenarioTests(name, { fallbacks = {}, spawnless = [] } = {
   test(`${name}: the process ends as it does under Node`, () => {
     assert.ok(pooled.report, `no report: ${describeRun(pooled)}`);
     assert.equal(pooled.report.registered, true, 'stats().registered under --import spawnpool/register');
+    assert.ok(!pooled.report.crashed, `the process died in a case (see that case); last run: ${describeRun(pooled)}`);
     assert.deepEqual(
       { code: pooled.code, signal: pooled.signal, done: pooled.report.done, lingered: pooled.report.lingered },
       { code: node.code, signal: node.signal, done: node.report?.done, lingered: node.report?.lingered },

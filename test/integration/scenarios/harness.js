@@ -68,15 +68,19 @@ function write(report, done) {
 }
 
 /**
- * Runs `cases` ({name: async () => value}) in order and writes the report.
+ * Runs `cases` ({name: async () => value}) in order and writes the report
+ * ($SCENARIO_FROM: start at that index; $SCENARIO_ONLY: just that case).
  * The process must then exit by itself, as it would under Node: if it is
  * still alive LINGER_MS later, the report says so and the process exits 97.
  */
 export async function run(cases) {
   const only = process.env.SCENARIO_ONLY;
-  const report = { cases: {}, counts: {}, stacks: {}, registered: false, lingered: false };
-  for (const [name, fn] of Object.entries(cases)) {
+  const from = Number(process.env.SCENARIO_FROM ?? 0);
+  const report = { names: Object.keys(cases), current: null, cases: {}, counts: {}, stacks: {}, registered: false, lingered: false };
+  for (const [name, fn] of Object.entries(cases).slice(from)) {
     if (only && only !== name) continue;
+    report.current = name;
+    write(report, false);
     const before = counts();
     const outcome = await runCase(fn);
     // Where an exception came from differs by implementation: kept apart,
@@ -88,6 +92,7 @@ export async function run(cases) {
     report.registered = stats().registered;
     write(report, false);
   }
+  report.current = null;
   write(report, true);
   setTimeout(() => {
     report.lingered = true;
