@@ -16,17 +16,18 @@ export const REGISTER = join(ROOT, 'lib/register.js');
 const RUN_TIMEOUT_MS = 30_000;
 
 /**
- * Runs `scenarios/<name>.js` with `nodeArgs` before it and `env` added.
+ * Runs `scenarios/<name>.js` with `node` (default: this one), `nodeArgs`
+ * before the script and `env` added.
  * Resolves with the exit status, the output and the parsed report (null if
  * the scenario wrote none).
  */
-export function runScenario(name, { nodeArgs = [], env = {}, cwd = ROOT } = {}) {
+export function runScenario(name, { nodeArgs = [], env = {}, cwd = ROOT, node = process.execPath } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'spawnpool-integration-'));
   const out = join(dir, 'report.json');
   const script = join(ROOT, 'test/integration/scenarios', `${name}.js`);
   return new Promise((resolve, reject) => {
     // Node's own spawn, whatever this test process has loaded.
-    const child = spawn(process.execPath, [...nodeArgs, script], {
+    const child = spawn(node, [...nodeArgs, script], {
       cwd,
       env: { ...process.env, NODE_OPTIONS: '', ...env, SCENARIO_OUT: out },
       stdio: ['ignore', 'pipe', 'pipe'],
