@@ -1,7 +1,7 @@
 // nano-spawn 2: awaits 'spawn' before it listens for 'close' (issue 8,
 // pattern 2), and iterates stdout by lines.
 import spawn from 'nano-spawn';
-import { run, errShape, settle } from './harness.js';
+import { run, errShape, settle, busy } from './harness.js';
 
 const shape = ({ stdout, stderr, output, command }) => ({ stdout, stderr, output, command });
 const nanoError = (err) => ({ ...errShape(err, ['exitCode', 'signalName', 'output', 'command', 'isCanceled']) });
@@ -9,6 +9,13 @@ const settled = (promise) => settle(promise.then(shape), nanoError);
 
 run({
   'await spawn(echo hi)': async () => settled(spawn('echo', ['hi'])),
+
+  // nano-spawn listens for 'close' only after 'spawn' (issue 8, pattern 2).
+  'await spawn(echo hi), loop busy in setImmediate': async () => {
+    const subprocess = spawn('echo', ['hi']);
+    setImmediate(() => busy(50));
+    return settled(subprocess);
+  },
 
   'iterating stdout lines': async () => {
     const lines = [];

@@ -29,7 +29,7 @@ function busyUntilExited(pid, min = 50, extra = 20) {
   const start = performance.now();
   busy(min);
   if (pid === undefined) {
-    busy(200);
+    busy(400);
     return;
   }
   while (performance.now() - start < 2000) {
@@ -50,7 +50,7 @@ function busyUntilExited(pid, min = 50, extra = 20) {
  * and a promise reaction; the sequence of events and markers is the trace.
  * Consecutive identical 'data' groups are merged (chunking may differ).
  */
-async function eventTrace(file, args, { input } = {}) {
+async function eventTrace(file, args, { input, blockInImmediate = false } = {}) {
   const log = [];
   const mark = (label) => {
     log.push(label);
@@ -78,7 +78,9 @@ async function eventTrace(file, args, { input } = {}) {
     });
   });
   if (input !== undefined) child.stdin.end(input);
-  busyUntilExited(child.pid);
+  // In a setImmediate, a spawn server has surely been sent the request.
+  if (blockInImmediate) setImmediate(() => busyUntilExited(child.pid));
+  else busyUntilExited(child.pid);
   await closed;
   return { trace: mergeDataGroups(log), ...out };
 }
@@ -181,6 +183,18 @@ run({
     return { code, signal };
   },
 
+  // The same, with the loop busy once the request is surely on its way (in
+  // a setImmediate): a spawn server's answers (spawned, output, exit) then
+  // all wait for the loop together.
+  'await spawn, then close, loop busy in setImmediate': async () => {
+    const child = spawn('sh', ['-c', 'echo hi; echo there >&2']);
+    const spawned = once(child, 'spawn');
+    setImmediate(() => busy(50));
+    await spawned;
+    const [code, signal] = await once(child, 'close');
+    return { code, signal };
+  },
+
   // Issue 8 (3): stderr read to its end before stdout is read at all.
   'stderr read before stdout': async () => {
     const child = spawn('sh', ['-c', 'echo out; echo err >&2']);
@@ -209,6 +223,10 @@ run({
 
   // Issue 8 (5): event and microtask trace with the loop blocked.
   'trace: stdout, stderr, exit 3': async () => eventTrace('sh', ['-c', 'echo out; echo err >&2; exit 3']),
+  // The child sleeps first so that, under Node too, nothing of it reaches the
+  // loop before the setImmediate blocks it.
+  'trace: stdout, stderr, exit 3, blocked in setImmediate': async () =>
+    eventTrace('sh', ['-c', 'sleep 0.1; echo out; echo err >&2; exit 3'], { blockInImmediate: true }),
   'trace: stdout only': async () => eventTrace('echo', ['hi']),
   // head exits after one line, without waiting for the end of its stdin:
   // under Node the line is in its pipe before the loop is blocked.
