@@ -61,3 +61,11 @@ for (const [label, node] of nodes) {
 
 test('--import and --require together install once', () =>
   check({ nodeArgs: ['--require', REGISTER_CJS, '--import', REGISTER] }, { registered: true, inherited: false }));
+
+// --require modules are preloaded in worker threads too; --import ones are not
+// (docs/register.md).
+test('--require spawnpool/register reaches worker threads', async () => {
+  const run = await runScenario('worker', { nodeArgs: ['--require', 'spawnpool/register'] });
+  assert.deepEqual(run.report?.cases['execFile in a worker thread'],
+    { value: { stdout: 'from a worker\n', registered: true, spawned: 1 } }, run.stderr);
+});
