@@ -91,7 +91,10 @@ export interface Pool {
 /** Creates a pool of its own, separate from the default one. */
 export function createPool(options?: PoolOptions): Pool;
 /** Statistics of the default pool. */
-export function stats(): PoolStats;
+export function stats(): PoolStats & {
+  /** Whether spawnpool/register currently routes node:child_process's spawn, exec and execFile to this pool. */
+  registered: boolean;
+};
 
 declare const spawnpool: {
   spawn: typeof spawn; exec: typeof exec; execFile: typeof execFile; fork: typeof fork;

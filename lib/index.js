@@ -1,9 +1,10 @@
 // Public API: node:child_process's surface, served by a pool of spawn servers.
-import nodeChildProcess from 'node:child_process';
+import { nodeChildProcess } from './node-child-process.js';
 import { Pool } from './pool.js';
 import { createSpawn } from './spawn.js';
 import { createExec } from './exec.js';
 import { ChildProcess } from './child-process.js';
+import { isInstalled } from './hook.js';
 
 let defaultPool = null;
 const getDefaultPool = () => (defaultPool ??= new Pool());
@@ -18,8 +19,11 @@ export function createPool(options) {
 export const spawn = createSpawn(getDefaultPool);
 export const { exec, execFile } = createExec(spawn);
 
-/** Statistics of the default pool (servers, in flight, totals, fallbacks, latency). */
-export const stats = () => getDefaultPool().stats();
+/**
+ * Statistics of the default pool (servers, in flight, totals, fallbacks,
+ * latency), and whether spawnpool/register routes node:child_process to it.
+ */
+export const stats = () => ({ ...getDefaultPool().stats(), registered: isInstalled({ spawn, exec, execFile }) });
 
 // What a server cannot serve (synchronous calls, fork's IPC channel) is
 // node:child_process's own function, counted in stats().fallbacks.

@@ -1,7 +1,7 @@
 // One spawn server: starts the native binary with a private socketpair on
 // its fd 3, speaks the protocol, and hands each frame to the session it
 // names, one frame per emulated libuv callback (lib/delivery.js).
-import { spawn as nodeSpawn } from 'node:child_process';
+import { nodeSpawn } from './node-child-process.js';
 import { debuglog } from 'node:util';
 import { constants } from 'node:os';
 import { isMainThread } from 'node:worker_threads';

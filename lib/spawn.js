@@ -1,6 +1,6 @@
 // spawn(): Node's lib/child_process.js spawn(), with the process started by
 // a pool server. What a server cannot serve goes to node:child_process.
-import { spawn as nodeSpawn } from 'node:child_process';
+import { nodeSpawn } from './node-child-process.js';
 import * as events from 'node:events';
 import { ChildProcess } from './child-process.js';
 import { Session } from './session.js';

@@ -23,11 +23,13 @@ const s: PoolStats = pool.stats();
 const p50: number | null = s.latency.p50;
 pool.spawn("true").on("close", () => { void pool.close({ timeout: 100 }); });
 stats().servers.map((x) => x.pid);
+const registered: boolean = stats().registered;
 const ok: boolean = child instanceof ChildProcess;
 spawnpool.spawn('true');
-void [killed, p50, ok];
+void [killed, p50, ok, registered];
 
 // @ts-expect-error: strategy is one of three names
 createPool({ strategy: 'fastest' });
 // @ts-expect-error: args must be strings
 spawn('echo', [1, 2]);
+import 'spawnpool/register';
