@@ -3,7 +3,7 @@
 // pool when it finds it cannot serve them (the binary turned out broken,
 // no server could be started): their ChildProcess exists already, so it
 // is fed from a Node child rather than failed.
-import { spawn as nodeSpawn } from 'node:child_process';
+import { nodeSpawn } from './node-child-process.js';
 import { constants } from 'node:os';
 import { decodeFrame, T } from './protocol.js';
 import { asCallback } from './delivery.js';
