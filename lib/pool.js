@@ -327,9 +327,20 @@ export class Pool {
    */
   async ready() {
     if (this.closed) throw poolError('ERR_SPAWNPOOL_CLOSED', 'spawnpool: this pool is closed');
+    // Servers never hold the event loop; whoever awaits ready() does, until
+    // it settles (each attempt is bounded by the handshake timeout).
+    const hold = setInterval(() => {}, 1 << 30);
+    try {
+      return await this.startAll();
+    } finally {
+      clearInterval(hold);
+    }
+  }
+
+  async startAll() {
     for (let attempt = 0; attempt < MAX_START_FAILURES + 2; attempt++) {
       const wait = this.retryAt - performance.now();
-      if (wait > 0 && this.unavailable === null) await new Promise((r) => setTimeout(r, wait).unref());
+      if (wait > 0 && this.unavailable === null) await new Promise((r) => setTimeout(r, wait));
       if (this.closed) return false;
       if (this.unavailable === null && this.servers.length < this.size) this.start();
       if (this.unavailable !== null) return false;
