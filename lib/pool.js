@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Server } from './server.js';
 import { ProtocolError } from './protocol.js';
 import { NodeLink } from './node-link.js';
-import { poolError } from './errors.js';
+import { poolError, invalidArgType, invalidArgValue } from './errors.js';
 import {
   validatePoolOptions, resolveSizing, availableCpus, DEFAULT_IDLE_TIMEOUT_MS,
 } from './config.js';
@@ -388,7 +388,15 @@ export class Pool {
    * and the servers have exited. After `timeout` ms the children still
    * running are sent SIGKILL; a second later their servers are closed.
    */
-  close({ timeout } = {}) {
+  close(options = {}) {
+    if (options === null || typeof options !== 'object') throw invalidArgType('options', 'object', options);
+    const { timeout } = options;
+    if (timeout !== undefined) {
+      if (typeof timeout !== 'number') throw invalidArgType('options.timeout', 'number', timeout);
+      if (!Number.isInteger(timeout) || timeout < 0) {
+        throw invalidArgValue('options.timeout', timeout, 'must be a non-negative integer (ms)');
+      }
+    }
     if (this.closing !== null) return this.closing;
     this.closed = true;
     this.closing = new Promise((resolve) => {
