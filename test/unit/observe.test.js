@@ -160,3 +160,29 @@ test('NODE_DEBUG=spawnpool logs pool start and why, server start/exit, fallbacks
     /SPAWNPOOL \d+: server \d+ exit \(closed\): it exited \(0\); 0 children lost/,
   ]) assert.match(r.stderr, line);
 });
+
+test('a request served by node:child_process after its server died is published once, counted as server-lost', async () => {
+  const { Pool } = await import('../../lib/pool.js');
+  const { createSpawn } = await import('../../lib/spawn.js');
+  const pool = new Pool({ size: 1 });
+  const spawn = createSpawn(() => pool);
+  assert.equal(await pool.ready(), true);
+  const [server] = pool.servers;
+  const seen = [];
+  await listening('child_process', (msg) => seen.push(msg.process), async () => {
+    const child = spawn('echo', ['served anyway']);
+    // Killed before it reads the request (frames leave on the next tick),
+    // and no replacement can start: the request goes to node:child_process.
+    process.kill(server.pid, 'SIGKILL');
+    pool.binary = '/nonexistent/spawnd';
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    const [code] = await closed(child);
+    assert.deepEqual([code, out], [0, 'served anyway\n']);
+    assert.equal(seen.length, 1, 'only the ChildProcess the caller holds');
+    assert.equal(seen[0], child);
+  });
+  assert.deepEqual(pool.stats().fallbacksByReason, { 'server-lost': 1 });
+  await pool.close();
+  assert.ok(isGone(server.pid));
+});
