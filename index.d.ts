@@ -30,10 +30,29 @@ export { ChildProcess } from 'node:child_process';
 
 export interface PoolOptions {
   /**
-   * Number of spawn servers.
-   * @default the CPUs available to the process (affinity and cgroup v2 cpu.max)
+   * Number of spawn servers, fixed: the same as `min` and `max` both set to
+   * it. Cannot be combined with `min` or `max`.
+   * @default the CPUs available to the process (affinity and cgroup v2
+   *   cpu.max), divided among node:cluster / PM2 cluster workers; 1 in a
+   *   worker thread. See docs/production.md.
    */
   size?: number;
+  /**
+   * Servers kept running when idle (0: none until a spawn comes). With
+   * `max`, the pool grows under load and shrinks back after `idleTimeout`.
+   * @default 1 when only `max` is given
+   */
+  min?: number;
+  /**
+   * Servers at most: another starts when every server has 4 children in flight.
+   * @default the default size (or `min`, if larger) when only `min` is given
+   */
+  max?: number;
+  /**
+   * Milliseconds a server above `min` may stay idle (no child) before it exits.
+   * @default 30000
+   */
+  idleTimeout?: number;
   /**
    * How a spawn picks its server.
    * @default 'least-busy'
@@ -51,11 +70,21 @@ export interface PoolOptions {
   window?: number;
 }
 
+/** Why a call went to node:child_process; keys of `PoolStats.fallbacksByReason`. */
+export type FallbackReason =
+  | 'unservable-stdio' | 'sync-api' | 'fork' | 'server-unavailable' | 'server-start-failed' | 'server-lost';
+
 export interface PoolStats {
-  /** Servers the pool keeps running. */
+  /** Servers the pool keeps running now (between `min` and `max`). */
   size: number;
+  /** The pool's `min`. */
+  min: number;
+  /** The pool's `max`. */
+  max: number;
   /** False when the native server is missing or keeps failing: spawns then use node:child_process. */
   available: boolean;
+  /** Why it is not available, or null. */
+  unavailableReason: string | null;
   /** Each running server: its pid, whether it has answered the handshake, children in flight. */
   servers: { pid: number | null; ready: boolean; inFlight: number }[];
   /** Children started and not yet finished, over all servers. */
@@ -66,10 +95,16 @@ export interface PoolStats {
   spawnErrors: number;
   /** Calls handed to node:child_process (unservable stdio, or pool unavailable). */
   fallbacks: number;
+  /** `fallbacks`, by reason. */
+  fallbacksByReason: Partial<Record<FallbackReason, number>>;
   /** Servers replaced after dying. */
   restarts: number;
-  /** Children failed with ERR_SPAWNPOOL_SERVER_DIED. */
+  /** Running children lost with their server (they end killed by SIGKILL). */
   lost: number;
+  /** Requests whose server died before answering, handed to another server. */
+  retried: number;
+  /** Milliseconds since the pool started its first server (0 before). */
+  uptime: number;
   /** Call → 'spawn' latency over the last 1024 spawns, in milliseconds (null before any). */
   latency: { p50: number | null; p90: number | null; p99: number | null };
 }
@@ -85,7 +120,23 @@ export interface Pool {
    * resolves once every running child has finished and the servers have
    * exited. With `timeout` (ms), children still running then get SIGKILL.
    */
-  close(options?: { timeout?: number }): Promise<void>;
+  close(options?: CloseOptions): Promise<void>;
+  /**
+   * Starts the servers the pool keeps (`size`, or `min`) ahead of traffic.
+   * Resolves true once every one has finished its handshake, false when the
+   * native server cannot be used (spawns then go to node:child_process).
+   */
+  ready(): Promise<boolean>;
+  /** drainOnSignal() for this pool. */
+  drainOnSignal(signal?: NodeJS.Signals, options?: CloseOptions): () => void;
+}
+
+export interface CloseOptions {
+  /**
+   * Milliseconds to wait for running children before sending them SIGKILL.
+   * @default no limit
+   */
+  timeout?: number;
 }
 
 /** Creates a pool of its own, separate from the default one. */
@@ -95,10 +146,28 @@ export function stats(): PoolStats & {
   /** Whether spawnpool/register currently routes node:child_process's spawn, exec and execFile to this pool. */
   registered: boolean;
 };
+/**
+ * Sets the default pool's options before it starts (first spawn or
+ * `ready()`); they take precedence over the SPAWNPOOL_* variables. Unknown
+ * options throw ERR_INVALID_ARG_VALUE; after the start, ERR_SPAWNPOOL_STARTED.
+ */
+export function configure(options: PoolOptions): void;
+/** `Pool.ready()` for the default pool: starts its servers now. */
+export function ready(): Promise<boolean>;
+/** `Pool.close()` for the default pool: drains; later spawns throw ERR_SPAWNPOOL_CLOSED. */
+export function close(options?: CloseOptions): Promise<void>;
+/**
+ * On `signal`, drains the default pool (`close(options)`), then re-raises
+ * the signal so the process ends as it would have, unless another listener
+ * for it remains. Returns a function that removes the listener.
+ * @param signal @default 'SIGTERM'
+ */
+export function drainOnSignal(signal?: NodeJS.Signals, options?: CloseOptions): () => void;
 
 declare const spawnpool: {
   spawn: typeof spawn; exec: typeof exec; execFile: typeof execFile; fork: typeof fork;
   spawnSync: typeof spawnSync; execSync: typeof execSync; execFileSync: typeof execFileSync;
   ChildProcess: typeof cp.ChildProcess; createPool: typeof createPool; stats: typeof stats;
+  configure: typeof configure; ready: typeof ready; close: typeof close; drainOnSignal: typeof drainOnSignal;
 };
 export default spawnpool;

@@ -8,6 +8,7 @@ import { constants } from 'node:os';
 import { decodeFrame, T } from './protocol.js';
 import { asCallback } from './delivery.js';
 import { toSignalNumber } from './options.js';
+import { unpublished } from './observe.js';
 
 const errnoOf = (err) => constants.errno[err.code] ?? constants.errno.EIO;
 
@@ -47,7 +48,9 @@ export class NodeLink {
     const [file, args, options = {}] = this.spawnArgs;
     // Timeout and abort are handled by the spawnpool ChildProcess already.
     const { timeout, signal, killSignal, ...rest } = options ?? {};
-    const child = nodeSpawn(file, args, rest);
+    // The user's ChildProcess was published when spawn() made it: this
+    // one is how it is served, not another child to report.
+    const child = unpublished(() => nodeSpawn(file, args, rest));
     this.child = child;
     this.credit = [0, msg.window, msg.window];
     child.on('spawn', () => {

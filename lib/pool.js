@@ -1,15 +1,18 @@
 // A pool of spawn servers: started together on first use, least-busy
 // dispatch, replaced when one dies, never keeping an idle process alive.
-import { readFileSync, accessSync, existsSync, constants as fsConstants } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { debuglog } from 'node:util';
 import { Server } from './server.js';
 import { ProtocolError } from './protocol.js';
 import { NodeLink } from './node-link.js';
 import { poolError, invalidArgType, invalidArgValue } from './errors.js';
+import {
+  validatePoolOptions, resolveSizing, availableCpus, DEFAULT_IDLE_TIMEOUT_MS,
+} from './config.js';
+import { debug, channels, unpublished, fallback } from './observe.js';
 
-const debug = debuglog('spawnpool');
+export { availableCpus };
+
 // The server `npm install` built or installed; failing that (scripts
 // skipped: --ignore-scripts, pnpm, Bun), the static one the tarball carries
 // for this platform, which the handshake verifies before any child is
@@ -24,75 +27,65 @@ const MAX_START_FAILURES = 3;
 const RECHECK_MS = 30_000;          // an unavailable pool tries again after this
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 5_000;
-
-/** CPUs this process may use: affinity, then cgroup v2 cpu.max of its cgroup and ancestors. */
-export function availableCpus() {
-  let cpus = availableParallelism();
-  try {
-    const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'));
-    let dir = line.slice(3).trim();
-    for (;;) {
-      try {
-        const [quota, period] = readFileSync(`/sys/fs/cgroup${dir === '/' ? '' : dir}/cpu.max`, 'utf8').trim().split(/\s+/);
-        if (quota !== 'max') cpus = Math.min(cpus, Math.max(1, Math.ceil(Number(quota) / Number(period))));
-      } catch { /* no cpu controller at this level */ }
-      if (dir === '/' || dir === '') break;
-      dir = dir.slice(0, dir.lastIndexOf('/')) || '/';
-    }
-  } catch { /* not cgroup v2: affinity alone */ }
-  return cpus;
-}
+// A dynamic pool (min < max) starts another server when every server has
+// this many children in flight: one server spawns thousands a second, so
+// only sustained concurrency is worth a process.
+export const GROW_AT = 4;
 
 function percentile(sorted, p) {
   if (sorted.length === 0) return null;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 }
 
-const STRATEGIES = ['least-busy', 'round-robin', 'random'];
-
-function validatePoolOptions(options) {
-  if (options === null || typeof options !== 'object') throw invalidArgType('options', 'object', options);
-  const { size, strategy, server, window } = options;
-  const positiveInt = (v, name, max) => {
-    if (v === undefined) return;
-    if (typeof v !== 'number') throw invalidArgType(name, 'number', v);
-    if (!Number.isInteger(v) || v < 1 || v > max) throw invalidArgValue(name, v, `must be an integer from 1 to ${max}`);
-  };
-  positiveInt(size, 'options.size', 1024);
-  positiveInt(window, 'options.window', 0x7fffffff);
-  if (strategy !== undefined && !STRATEGIES.includes(strategy)) {
-    throw invalidArgValue('options.strategy', strategy, `must be one of ${STRATEGIES.map((x) => `'${x}'`).join(', ')}`);
-  }
-  if (server !== undefined && typeof server !== 'string') throw invalidArgType('options.server', 'string', server);
-}
-
 export class Pool {
   /**
    * @param {object} [options]
-   * @param {number} [options.size] servers; default: CPUs available to the process
+   * @param {number} [options.size] servers, fixed (min = max = size); default: see config.js defaultSize()
+   * @param {number} [options.min] servers kept running when idle
+   * @param {number} [options.max] servers at most, under load
+   * @param {number} [options.idleTimeout] ms a server above `min` may stay idle before it exits
    * @param {'least-busy'|'round-robin'|'random'} [options.strategy]
    * @param {string} [options.server] path of the spawnd binary
    * @param {number} [options.window] stdout/stderr credit per stream, bytes
    */
   constructor(options = {}) {
     validatePoolOptions(options);
-    this.size = options.size ?? availableCpus();
+    const { min, max, reason } = resolveSizing(options);
+    this.min = min;
+    this.max = max;
+    this.sizeReason = reason;
+    this.target = Math.max(1, min);    // servers wanted now: min..max
+    this.idleTimeout = options.idleTimeout ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.strategy = options.strategy ?? 'least-busy';
     this.binary = options.server ?? process.env.SPAWNPOOL_SERVER ?? defaultBinary();
     this.window = options.window ?? 256 * 1024;
     this.servers = [];
     this.closed = false;
+    this.started = false;
+    this.startedAt = 0;
     this.next = 0;
     this.startFailures = 0;       // servers in a row that died before their handshake
     this.unavailable = null;      // why spawns go to node:child_process, or null
     this.retryAt = 0;             // when to try starting servers again
     this.warned = new Set();
     this.counters = { spawned: 0, spawnErrors: 0, fallbacks: 0, restarts: 0, lost: 0, retried: 0 };
+    this.fallbacksByReason = {};
     this.latencies = new Float64Array(LATENCY_SAMPLES);
     this.latencyCount = 0;
     this.closing = null;
     this.onClosed = null;
     this.exiting = [];
+    this.waiters = new Set();     // ready() callbacks, told of every server change
+  }
+
+  /** Whether the pool changes size with load (min < max). */
+  get dynamic() {
+    return this.min < this.max;
+  }
+
+  /** Servers the pool keeps now (fixed pools: always `max`). */
+  get size() {
+    return this.dynamic ? this.target : this.max;
   }
 
   /**
@@ -109,11 +102,33 @@ export class Pool {
       this.unavailable = null;
       this.startFailures = 0;
     }
+    if (this.dynamic) this.maybeGrow();
     if (this.servers.length < this.size && performance.now() >= this.retryAt) this.start();
     return this.servers.length === 0 ? null : this.pick();
   }
 
+  /** Why acquire() just returned null, for stats().fallbacksByReason. */
+  refusal() {
+    return this.unavailable !== null ? 'server-unavailable' : 'server-start-failed';
+  }
+
+  maybeGrow() {
+    if (this.target < Math.max(1, this.min)) this.target = Math.max(1, this.min);
+    if (this.target >= this.max || this.servers.length < this.target) return;
+    for (const s of this.servers) if (s.inFlight < GROW_AT) return;
+    this.target++;
+    debug('growing to %d servers: every server has %d or more children in flight', this.target, GROW_AT);
+  }
+
   start() {
+    if (!this.started) {
+      this.started = true;
+      this.startedAt = performance.now();
+      debug('pool start: %d servers (min %d, max %d): %s', this.size, this.min, this.max, this.sizeReason);
+      if (channels.poolStart.hasSubscribers) {
+        channels.poolStart.publish({ pool: this, size: this.size, min: this.min, max: this.max, reason: this.sizeReason });
+      }
+    }
     if (platform !== 'linux' && this.binary === builtBinary) {
       this.markUnavailable(`the native spawn server runs on Linux only (this is ${platform})`);
       return;
@@ -127,12 +142,14 @@ export class Pool {
       return;
     }
     while (this.servers.length < this.size) {
-      const server = this.startServer();
+      const server = unpublished(() => this.startServer());
       if (server.gone) {
         // EMFILE, EAGAIN...: this call falls back; try again after a pause.
+        debug('server could not be started: %s', server.startError?.message ?? 'unknown error');
         this.backoff();
         return;
       }
+      debug('server %s starting (%d of %d)', server.pid ?? '(detached)', this.servers.length + 1, this.size);
       this.servers.push(server);
     }
   }
@@ -150,6 +167,7 @@ export class Pool {
     this.unavailable = reason;
     this.retryAt = performance.now() + RECHECK_MS;
     debug('unavailable: %s', reason);
+    this.notify();
     if (this.warned.has(reason)) return;
     this.warned.add(reason);
     process.emitWarning(`spawnpool: ${reason}; spawning with node:child_process instead`,
@@ -160,23 +178,69 @@ export class Pool {
   submit(session) {
     const server = this.acquire();
     if (server === null) return false;
-    server.submit(session);
+    this.assign(server, session);
     return true;
   }
 
-  onServerReady() {
+  assign(server, session) {
+    if (server.idleTimer !== undefined) {
+      clearTimeout(server.idleTimer);
+      server.idleTimer = undefined;
+    }
+    server.submit(session);
+  }
+
+  onServerReady(server) {
     this.startFailures = 0;
+    debug('server %s ready', server.pid);
+    if (channels.serverStart.hasSubscribers) channels.serverStart.publish({ pool: this, pid: server.pid ?? null });
+    this.idle(server);
+    this.notify();
   }
 
   /** A server finished with a child: a closing pool may now be idle. */
-  onRelease() {
+  onRelease(server) {
     if (this.closing !== null) this.closeIdle();
+    else if (server !== undefined) this.idle(server);
+  }
+
+  /**
+   * A server with no child left, in a pool above `min`: it exits after
+   * `idleTimeout` ms unless a spawn comes to it first (assign()).
+   */
+  idle(server) {
+    if (!this.dynamic || server.inFlight > 0 || server.idleTimer !== undefined) return;
+    if (this.servers.length <= this.min || this.closing !== null) return;
+    server.idleTimer = setTimeout(() => {
+      server.idleTimer = undefined;
+      this.retire(server);
+    }, this.idleTimeout);
+    server.idleTimer.unref();
+  }
+
+  retire(server) {
+    const i = this.servers.indexOf(server);
+    if (i === -1 || server.inFlight > 0 || this.servers.length <= this.min || this.closing !== null) return;
+    this.servers.splice(i, 1);
+    this.target = Math.max(Math.max(1, this.min), this.servers.length);
+    server.retired = true;
+    debug('server %s idle for %d ms: retiring it (%d servers left)', server.pid, this.idleTimeout, this.servers.length);
+    const exited = server.close();
+    this.exiting.push(exited);
+    exited.then(() => {
+      const k = this.exiting.indexOf(exited);
+      if (k !== -1) this.exiting.splice(k, 1);
+    });
   }
 
   onServerGone(server, cause, sessions) {
     const i = this.servers.indexOf(server);
     if (i !== -1) this.servers.splice(i, 1);
+    if (server.idleTimer !== undefined) clearTimeout(server.idleTimer);
+    const lost = sessions.filter((s) => !(s.alive && s.state === 'spawning')).length;
+    let reason;
     if (!server.ready) {
+      reason = 'start-failed';
       this.startFailures++;
       // An exit status other than "orphaned" (0) or "a syscall failed at
       // start" (111), or a wrong handshake, says the binary itself is wrong.
@@ -187,13 +251,25 @@ export class Pool {
       } else {
         this.backoff();
       }
-    } else if (!this.closed) {
+    } else if (server.retired) {
+      reason = 'idle';
+    } else if (this.closed) {
+      reason = 'closed';
+    } else {
+      reason = 'died';
       this.counters.restarts++;
+    }
+    debug('server %s exit (%s): %s; %d children lost', server.pid, reason, server.describeFailure(cause), lost);
+    if (channels.serverExit.hasSubscribers) {
+      channels.serverExit.publish({
+        pool: this, pid: server.pid ?? null, ready: server.ready, reason, cause, status: server.exitStatus, childrenLost: lost,
+      });
     }
     // Each on its own callback: a listener that throws must not keep the
     // others from learning that their server is gone.
     for (const session of sessions) setImmediate(() => this.rescue(session));
     if (this.closing !== null) this.closeIdle();
+    this.notify();
   }
 
   /**
@@ -215,17 +291,27 @@ export class Pool {
     if (server === null) {
       // Nothing can serve it here: node:child_process does, behind the
       // ChildProcess the caller already holds.
-      this.counters.fallbacks++;
+      fallback(this, 'server-lost', session.request.file);
       session.attach(new NodeLink(session, session.spawnArgs), 1);
       return;
     }
     this.counters.retried++;
-    server.submit(session);
+    this.assign(server, session);
   }
 
   pick() {
     const servers = this.servers;
     if (this.strategy === 'random') return servers[Math.floor(Math.random() * servers.length)];
+    if (this.strategy === 'least-busy' && this.dynamic) {
+      // Pack: the first server below the growth threshold, so that the
+      // servers started under load go idle (and exit) when it passes.
+      let best = servers[0];
+      for (const s of servers) {
+        if (s.inFlight < GROW_AT) return s;
+        if (s.inFlight < best.inFlight) best = s;
+      }
+      return best;
+    }
     const start = this.next++ % servers.length;
     if (this.strategy === 'round-robin') return servers[start];
     let best = servers[start];
@@ -246,17 +332,65 @@ export class Pool {
     this.latencies[this.latencyCount++ % LATENCY_SAMPLES] = ms;
   }
 
+  /**
+   * Starts the servers the pool keeps (`min`, or `size`) ahead of traffic.
+   * Resolves true once every one has finished its handshake, false when
+   * they cannot be started (spawns then go to node:child_process).
+   */
+  async ready() {
+    if (this.closed) throw poolError('ERR_SPAWNPOOL_CLOSED', 'spawnpool: this pool is closed');
+    // Servers never hold the event loop; whoever awaits ready() does, until
+    // it settles (each attempt is bounded by the handshake timeout).
+    const hold = setInterval(() => {}, 1 << 30);
+    try {
+      return await this.startAll();
+    } finally {
+      clearInterval(hold);
+    }
+  }
+
+  async startAll() {
+    for (let attempt = 0; attempt < MAX_START_FAILURES + 2; attempt++) {
+      const wait = this.retryAt - performance.now();
+      if (wait > 0 && this.unavailable === null) await new Promise((r) => setTimeout(r, wait));
+      if (this.closed) return false;
+      if (this.unavailable === null && this.servers.length < this.size) this.start();
+      if (this.unavailable !== null) return false;
+      const outcome = await new Promise((resolve) => {
+        const check = () => {
+          if (this.unavailable !== null || this.closed) resolve(false);
+          else if (this.servers.length >= this.size && this.servers.every((s) => s.ready)) resolve(true);
+          else if (this.servers.length < this.size) resolve(null);   // one died: start it again
+          else return;
+          this.waiters.delete(check);
+        };
+        this.waiters.add(check);
+        check();
+      });
+      if (outcome !== null) return outcome;
+    }
+    return this.servers.length > 0 && this.servers.every((s) => s.ready);
+  }
+
+  notify() {
+    for (const check of [...this.waiters]) check();
+  }
+
   /** A snapshot of the pool: servers, load, totals and spawn latency percentiles (ms). */
   stats() {
     const n = Math.min(this.latencyCount, LATENCY_SAMPLES);
     const sorted = Array.from(this.latencies.subarray(0, n)).sort((a, b) => a - b);
     return {
       size: this.size,
+      min: this.min,
+      max: this.max,
       available: this.unavailable === null,
       unavailableReason: this.unavailable,
       servers: this.servers.map((s) => ({ pid: s.pid ?? null, ready: s.ready, inFlight: s.inFlight })),
       inFlight: this.servers.reduce((sum, s) => sum + s.inFlight, 0),
       ...this.counters,
+      fallbacksByReason: { ...this.fallbacksByReason },
+      uptime: this.started ? performance.now() - this.startedAt : 0,
       latency: { p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99) },
     };
   }
@@ -266,12 +400,24 @@ export class Pool {
    * and the servers have exited. After `timeout` ms the children still
    * running are sent SIGKILL; a second later their servers are closed.
    */
-  close({ timeout } = {}) {
+  close(options = {}) {
+    if (options === null || typeof options !== 'object') throw invalidArgType('options', 'object', options);
+    const { timeout } = options;
+    if (timeout !== undefined) {
+      if (typeof timeout !== 'number') throw invalidArgType('options.timeout', 'number', timeout);
+      if (!Number.isInteger(timeout) || timeout < 0) {
+        throw invalidArgValue('options.timeout', timeout, 'must be a non-negative integer (ms)');
+      }
+    }
     if (this.closing !== null) return this.closing;
     this.closed = true;
     this.closing = new Promise((resolve) => {
       this.onClosed = resolve;
     });
+    for (const s of this.servers) {
+      if (s.idleTimer !== undefined) clearTimeout(s.idleTimer);
+      s.idleTimer = undefined;
+    }
     if (timeout !== undefined) {
       setTimeout(() => {
         for (const s of this.servers) for (const session of s.sessions.values()) session.child.kill('SIGKILL');
@@ -279,6 +425,7 @@ export class Pool {
       }, timeout).unref();
     }
     this.closeIdle();
+    this.notify();
     return this.closing;
   }
 

@@ -2,6 +2,7 @@
 // a pool server. What a server cannot serve goes to node:child_process.
 import { nodeSpawn } from './node-child-process.js';
 import * as events from 'node:events';
+import { errorMonitor } from 'node:events';
 import { ChildProcess } from './child-process.js';
 import { Session } from './session.js';
 import {
@@ -9,6 +10,9 @@ import {
 } from './options.js';
 import { FLAG_DETACHED, FLAG_SET_UID, FLAG_SET_GID } from './protocol.js';
 import { AbortError } from './errors.js';
+import {
+  childCreated, spawnStart, spawnOutcome, fallback, wantsSpawnErrors, spawnFailed,
+} from './observe.js';
 
 function toRequest(norm, plan, window) {
   const { options } = norm;
@@ -95,6 +99,21 @@ function superviseChild(child, options, killSignal) {
   }
 }
 
+/**
+ * Reports a failed spawn (ENOENT, EACCES...) to the log and the channels,
+ * when anyone listens. errorMonitor sees the 'error' without handling it:
+ * an unhandled one still throws, as under Node.
+ */
+function watchSpawnError(pool, child) {
+  if (!wantsSpawnErrors()) return;
+  const onError = (error) => {
+    if (child.pid !== undefined || !String(error?.syscall).startsWith('spawn')) return;
+    spawnFailed(pool, child, error);
+  };
+  child.on(errorMonitor, onError);
+  child.once('spawn', () => child.off(errorMonitor, onError));
+}
+
 /** Builds spawn() over a pool (`getPool()` is called at the first spawn). */
 export function createSpawn(getPool) {
   return function spawn(file, args, options) {
@@ -106,16 +125,25 @@ export function createSpawn(getPool) {
     const plan = planStdio(opts.stdio);
     const pool = getPool();
     if (plan === null) {
-      pool.counters.fallbacks++;
+      fallback(pool, 'unservable-stdio', norm.file);
       return nodeSpawn(file, args, options);
     }
     const child = new ChildProcess();
     const session = new Session(child, toRequest(norm, plan, pool.window), [file, args, options]);
-    child._init(session, plan.length, (ms) => pool.recordSpawn(ms));
+    child._init(session, plan.length, (ms) => {
+      pool.recordSpawn(ms);
+      if (ms !== undefined) spawnOutcome(child);
+    });
     if (!pool.submit(session)) {
-      pool.counters.fallbacks++;
+      fallback(pool, pool.refusal(), norm.file);
       return nodeSpawn(file, args, options);
     }
+    // Where Node publishes its own children: on creation (its ChildProcess
+    // constructor), then the spawn's trace. Only children a server serves:
+    // node:child_process publishes those it spawns itself.
+    childCreated(child);
+    spawnStart(child, norm);
+    watchSpawnError(pool, child);
     superviseChild(child, opts, killSignal);
     return child;
   };

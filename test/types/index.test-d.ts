@@ -1,7 +1,9 @@
 // Compiled by tsc in `npm test`: the public types must accept what
 // node:child_process accepts and reject what it rejects.
-import { spawn, exec, execFile, createPool, stats, ChildProcess } from 'spawnpool';
-import type { PoolStats } from 'spawnpool';
+import {
+  spawn, exec, execFile, createPool, stats, ChildProcess, configure, ready, close, drainOnSignal,
+} from 'spawnpool';
+import type { PoolStats, FallbackReason } from 'spawnpool';
 import spawnpool from 'spawnpool';
 import { promisify } from 'node:util';
 
@@ -33,3 +35,16 @@ createPool({ strategy: 'fastest' });
 // @ts-expect-error: args must be strings
 spawn('echo', [1, 2]);
 import 'spawnpool/register';
+
+configure({ min: 1, max: 4, idleTimeout: 10_000 });
+const started: Promise<boolean> = ready();
+const removeDrain: () => void = drainOnSignal('SIGTERM', { timeout: 5000 });
+void [started, removeDrain, close({ timeout: 1000 }), pool.ready(), pool.drainOnSignal()];
+const reason: FallbackReason = 'sync-api';
+const byReason: number | undefined = s.fallbacksByReason[reason];
+const up: number = s.uptime;
+void [byReason, up, s.min, s.max];
+// @ts-expect-error: unknown option
+configure({ sise: 2 });
+// @ts-expect-error: drainOnSignal takes a signal name
+drainOnSignal(15);

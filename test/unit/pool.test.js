@@ -83,3 +83,11 @@ test('bad pool options throw Node-style errors naming the option', () => {
     assert.throws(() => createPool(options), { code, message }, JSON.stringify(options));
   }
 });
+
+test('close() options are validated', async () => {
+  const pool = createPool({ size: 1 });
+  assert.throws(() => pool.close(null), { code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => pool.close({ timeout: '1' }), { code: 'ERR_INVALID_ARG_TYPE', message: /options\.timeout/ });
+  assert.throws(() => pool.close({ timeout: -1 }), { code: 'ERR_INVALID_ARG_VALUE', message: /options\.timeout/ });
+  await pool.close({ timeout: 0 });
+});
