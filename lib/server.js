@@ -26,8 +26,38 @@ const EXIT_MEANING = {
   111: 'a system call failed at its start',
 };
 
-function deliver(session, msg) {
+function deliverTo(session, msg) {
   session.resource.runInAsyncScope(session.onMessage, session, msg);
+}
+
+/**
+ * The frames of one read, in the order libuv would have handed Node the
+ * same events had its loop been as busy: each pipe read to its end (data,
+ * then EOF) in the order the pipes first had something, and the exits
+ * last (libuv finds the pipes readable before the SIGCHLD). Frames of one
+ * stream keep their order.
+ */
+function inNodeOrder(msgs) {
+  if (msgs.length < 3) {
+    if (msgs.length === 2 && msgs[0].type === T.EXIT && msgs[1].id === msgs[0].id) msgs.reverse();
+    return msgs;
+  }
+  const groups = new Map();
+  const exits = [];
+  for (const msg of msgs) {
+    if (msg.type === T.EXIT) {
+      exits.push(msg);
+      continue;
+    }
+    const key = msg.type === T.DATA || msg.type === T.END ? msg.id * 4 + msg.fd : msg.id * 4 + 3;
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [msg]);
+    else group.push(msg);
+  }
+  const out = [];
+  for (const group of groups.values()) for (const msg of group) out.push(msg);
+  for (const msg of exits) out.push(msg);
+  return out;
 }
 
 export class Server {
@@ -50,9 +80,8 @@ export class Server {
     this.startError = null;
     this.exitStatus = null;
     this.detached = !isMainThread;
-    this.exits = [];             // [session, msg, ...] held to the end of a read
-    this.exitAt = 0;
-    this.decoder = new Decoder((msg) => this.dispatch(msg));
+    this.batch = [];
+    this.decoder = new Decoder((msg) => this.collect(msg));
     this.flushNow = () => this.flush();
 
     const args = this.detached ? ['--detach', String(process.pid)] : [String(process.pid)];
@@ -129,7 +158,7 @@ export class Server {
       // Far past what execve takes (E2BIG): answer as the server would,
       // rather than send a frame it must reject as a protocol error.
       session.attach(this, id, EMPTY);
-      setImmediate(() => this.dispatch({ type: T.SPAWN_ERROR, id, errno: E2BIG, syscall: 'spawn' }));
+      setImmediate(() => this.deliver([{ type: T.SPAWN_ERROR, id, errno: E2BIG, syscall: 'spawn' }]));
       return;
     }
     session.attach(this, id, frame);
@@ -152,42 +181,37 @@ export class Server {
   onData(chunk) {
     try {
       this.decoder.push(chunk);
-      this.deliverExits();
     } catch (err) {
-      if (!(err instanceof ProtocolError)) {
-        // A user's listener threw: it surfaces as it would under Node, and
-        // the frames after it are still delivered, in a later callback.
-        setImmediate(() => this.onData(EMPTY));
-        throw err;
-      }
+      if (!(err instanceof ProtocolError)) throw err;
       this.die(err);
-    }
-  }
-
-  dispatch(msg) {
-    if (msg.id === 0) {
-      this.connectionFrame(msg);
       return;
     }
-    const session = this.sessions.get(msg.id);
-    if (session === undefined) return;
-    // A child's last output and its EOF were written before it exited: as
-    // libuv, which finds the pipes readable before the SIGCHLD, deliver the
-    // exits of one read after the read's other frames.
-    if (msg.type === T.EXIT) this.exits.push(session, msg);
-    else asCallback(deliver, session, msg);
+    this.deliver(inNodeOrder(this.batch));
+    this.batch = [];
   }
 
-  deliverExits() {
-    const exits = this.exits;
-    while (this.exitAt < exits.length) {
-      const session = exits[this.exitAt];
-      const msg = exits[this.exitAt + 1];
-      this.exitAt += 2;
-      asCallback(deliver, session, msg);
+  /** Frames decoded from one read, collected; connection frames at once. */
+  collect(msg) {
+    if (msg.id === 0) this.connectionFrame(msg);
+    else this.batch.push(msg);
+  }
+
+  /**
+   * Delivers each frame as its own callback. A listener that throws
+   * surfaces as it would under Node; the frames after it are delivered in
+   * a later callback.
+   */
+  deliver(msgs, from = 0) {
+    for (let i = from; i < msgs.length; i++) {
+      const session = this.sessions.get(msgs[i].id);
+      if (session === undefined) continue;
+      try {
+        asCallback(deliverTo, session, msgs[i]);
+      } catch (err) {
+        setImmediate(() => this.deliver(msgs, i + 1));
+        throw err;
+      }
     }
-    this.exits = [];
-    this.exitAt = 0;
   }
 
   connectionFrame(msg) {

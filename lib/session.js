@@ -24,6 +24,9 @@ import {
 } from './protocol.js';
 import { ChildReadable, ChildWritable } from './streams.js';
 import { signalName } from './options.js';
+import { closePhase } from './delivery.js';
+
+const HOLD_CLOSE_MS = 5;
 
 const { EPIPE } = constants.errno;
 const SIGKILL = constants.signals.SIGKILL;
@@ -56,6 +59,7 @@ export class Session {
     this.held = false;
     this.stdinEnded = false;
     this.killSignal = -1;
+    this.heldCloses = null;
     this.resource = new AsyncResource('SPAWNPOOL_CHILD', { requireManualDestroy: true });
     for (let fd = 0; fd < 3; fd++) {
       if (request.stdio[fd] !== STDIO_PIPE) continue;
@@ -138,6 +142,29 @@ export class Session {
     this.update();
   }
 
+  /**
+   * A pipe that reached EOF closes while the child still runs. Under Node
+   * its handle's close callback and the child's exit are usually seen in
+   * the same loop iteration (the child closes its pipes as it exits), and
+   * the exit runs first (poll phase before close phase). The server's EXIT
+   * may come in a later read: hold the close for it, briefly.
+   */
+  holdClose(close) {
+    if (this.state !== RUNNING) return false;
+    if (this.heldCloses === null) {
+      this.heldCloses = [];
+      setTimeout(() => this.releaseCloses(), HOLD_CLOSE_MS).unref();
+    }
+    this.heldCloses.push(close);
+    return true;
+  }
+
+  releaseCloses() {
+    const held = this.heldCloses;
+    this.heldCloses = null;
+    if (held !== null) for (const close of held) closePhase(close);
+  }
+
   /** The child exited (or was lost with its server: code null, 'SIGKILL'). */
   exit(code, signal) {
     if (!this.alive) return;
@@ -148,6 +175,8 @@ export class Session {
       this.streams[0]._failed(EPIPE);
     }
     this.update();
+    // The held closes were queued by libuv before the exit's stdin close.
+    this.releaseCloses();
     this.child._exited(code, signal);
   }
 

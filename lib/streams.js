@@ -20,7 +20,7 @@ function closeLater(stream, err, before) {
     stream.emit('close', err != null);
   };
   if (stream._handleless) process.nextTick(close);
-  else closePhase(close);
+  else if (!(stream._eofSeen && stream._session.holdClose(close))) closePhase(close);
 }
 
 /**
@@ -37,6 +37,7 @@ export class ChildReadable extends Readable {
     this._owed = 0;
     this._batch = Math.max(1, window >>> 1);
     this._handleless = false;
+    this._eofSeen = false;
   }
 
   _read() {
@@ -58,6 +59,7 @@ export class ChildReadable extends Readable {
 
   /** END from the server: EOF (errno 0) or a read error. */
   _eof(errno) {
+    this._eofSeen = true;
     if (errno !== 0) this.destroy(errnoError(errno, 'read'));
     else this.push(null);
   }

@@ -159,8 +159,10 @@ run({
     const child = spawn('sleep', ['5']);
     await once(child, 'spawn');
     const sent = child.kill();
+    // 'close' may follow 'exit' in the same callback: listen for both now.
+    const closed = once(child, 'close');
     const [code, signal] = await once(child, 'exit');
-    await once(child, 'close');
+    await closed;
     return { sent, code, signal, killed: child.killed, exitCode: child.exitCode, signalCode: child.signalCode };
   },
 
