@@ -67,3 +67,62 @@ export function closePhase(fn) {
     setImmediate(runClosePhase);
   }
 }
+
+// Node emits 'spawn' on the tick after spawn(), before any output of any
+// child is read: children spawned together all see 'spawn' before the
+// first 'data' of any of them. Code relies on it (nano-spawn's pipe() waits
+// for both 'spawn's, then connects one's stdout to the other's stdin). A
+// cohort is the children spawned before the next check phase; a member's
+// other frames wait until every member has its spawn outcome.
+let cohort = null;
+
+const COHORT_MAX_HOLD_MS = 50;
+
+// A member whose server is slow to answer must not hold the others' output
+// for long: after COHORT_MAX_HOLD_MS what is parked goes on regardless.
+function closeCohort() {
+  const c = cohort;
+  cohort = null;
+  if (c.pending > 0) setTimeout(() => { if (c.pending > 0) release(c); }, COHORT_MAX_HOLD_MS).unref();
+}
+
+function release(c, deliver = c.deliver) {
+  if (c.parked.length === 0) c.holding = false;
+  else if (!c.flushing) {
+    c.flushing = true;
+    setImmediate(() => flushParked(c, 0, deliver));
+  }
+}
+
+/** The cohort a child spawned now belongs to. */
+export function joinCohort() {
+  if (cohort === null) {
+    cohort = { pending: 0, parked: [], holding: true, flushing: false, deliver: null };
+    setImmediate(closeCohort);
+  }
+  cohort.pending++;
+  return cohort;
+}
+
+/** A member has its spawn outcome; the last one releases the parked frames. */
+export function leaveCohort(c, deliver) {
+  c.deliver = deliver;
+  // Frames arriving before the flush are parked behind the others.
+  if (--c.pending === 0) release(c, deliver);
+}
+
+function flushParked(c, from, deliver) {
+  // No frame can arrive while this runs: none is parked behind these.
+  c.holding = false;
+  const parked = c.parked;
+  for (let i = from; i < parked.length; i += 2) {
+    try {
+      asCallback(deliver, parked[i], parked[i + 1]);
+    } catch (err) {
+      setImmediate(() => flushParked(c, i + 2, deliver));
+      throw err;
+    }
+  }
+  c.parked = [];
+  c.flushing = false;
+}

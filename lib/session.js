@@ -24,7 +24,7 @@ import {
 } from './protocol.js';
 import { ChildReadable, ChildWritable } from './streams.js';
 import { signalName } from './options.js';
-import { closePhase } from './delivery.js';
+import { closePhase, joinCohort, leaveCohort } from './delivery.js';
 
 const HOLD_CLOSE_MS = 5;
 
@@ -35,6 +35,10 @@ export const SPAWNING = 'spawning';
 export const RUNNING = 'running';
 export const EXITED = 'exited';
 export const FAILED = 'failed';
+
+function redeliver(session, msg) {
+  session.resource.runInAsyncScope(session.onMessage, session, msg);
+}
 
 export class Session {
   /**
@@ -60,6 +64,8 @@ export class Session {
     this.stdinEnded = false;
     this.killSignal = -1;
     this.heldCloses = null;
+    this.cohort = null;          // joined when first handed to a server
+    this.leftCohort = false;
     this.resource = new AsyncResource('SPAWNPOOL_CHILD', { requireManualDestroy: true });
     for (let fd = 0; fd < 3; fd++) {
       if (request.stdio[fd] !== STDIO_PIPE) continue;
@@ -79,6 +85,7 @@ export class Session {
    * kill) is replayed behind the SPAWN.
    */
   attach(link, id, frame = encodeSpawn(id, this.request)) {
+    if (this.link === null && !this.leftCohort && this.cohort === null) this.cohort = joinCohort();
     const held = this.held;
     if (held) this.setHeld(false);
     this.link = link;
@@ -96,12 +103,22 @@ export class Session {
 
   /** One frame from the server, for this child. */
   onMessage(msg) {
+    const cohort = this.cohort;
+    if (cohort !== null && msg.type !== T.SPAWNED && msg.type !== T.SPAWN_ERROR) {
+      if (cohort.holding) {
+        cohort.deliver ??= redeliver;
+        cohort.parked.push(this, msg);
+        return;
+      }
+      this.cohort = null;
+    }
     switch (msg.type) {
       case T.SPAWNED:
         if (this.state !== SPAWNING) return;
         this.state = RUNNING;
         this.pid = msg.pid;
         this.update();
+        this.leaveCohort();
         this.child._spawned(msg.pid);
         break;
       case T.DATA:
@@ -162,6 +179,8 @@ export class Session {
   releaseCloses() {
     const held = this.heldCloses;
     this.heldCloses = null;
+    this.cohort = null;          // joined when first handed to a server
+    this.leftCohort = false;
     if (held !== null) for (const close of held) closePhase(close);
   }
 
@@ -180,9 +199,17 @@ export class Session {
     this.child._exited(code, signal);
   }
 
+  /** Frames held for the cohort go on once every member spawned or failed. */
+  leaveCohort() {
+    if (this.cohort === null || this.leftCohort) return;
+    this.leftCohort = true;
+    leaveCohort(this.cohort, redeliver);
+  }
+
   spawnFailed(errno) {
     if (this.state !== SPAWNING) return;
     this.state = FAILED;
+    this.leaveCohort();
     this.wire.fill(false);
     // Node's stdio sockets of a failed spawn have no handle: they end as
     // soon as read, and close on a tick rather than in the close phase.
@@ -202,6 +229,7 @@ export class Session {
    * child.
    */
   lost() {
+    this.leaveCohort();
     if (this.state === RUNNING && this.pid > 0) {
       try { process.kill(this.pid, SIGKILL); } catch { /* gone already */ }
     }

@@ -134,7 +134,7 @@ static void child_close(struct child *c, uint8_t fd)
 	if (fd == 0)
 		stdin_close(c);
 	else
-		stream_close(&c->out[fd - 1]);
+		stream_drop(&c->out[fd - 1]);
 }
 
 void child_dispatch(const struct sp_msg *m)
@@ -205,6 +205,9 @@ static void child_reap(struct child *c)
 	stdin_reaped(c);        /* as Node destroys child.stdin at exit */
 	exit_status(&si, &m.code, &m.sig);
 	conn_send(&m);
+	for (int i = 0; i < 2; i++)
+		if (c->out[i].dropping)
+			c->out[i].drop_at = 0;  /* closed, then forgotten, next round */
 	child_maybe_forget(c);
 }
 

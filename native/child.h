@@ -21,10 +21,13 @@ struct stream {
 	uint8_t readable;       /* edge-triggered: bytes or EOF may be waiting */
 	uint8_t hup;            /* the edge said the writer closed */
 	uint8_t queued;         /* on the ready list */
+	uint8_t dropping;       /* CLOSEd: closed once the writer is quiet */
 	int fd;                 /* -1: not a pipe, or closed after its END */
 	uint64_t credit;        /* bytes the client still accepts */
 	struct child *c;
 	struct stream *prev, *next;     /* ready list */
+	struct stream *drop_next;       /* dropping list */
+	long long drop_at;              /* close when quiet until then (ms) */
 };
 
 /* One live child, from SPAWNED until EXIT and the END of every pipe.

@@ -158,7 +158,8 @@ static _Noreturn void run(void)
 	struct loop_event ev[SPAWND_EVENTS];
 
 	for (;;) {
-		int n = loop_wait(ev, SPAWND_EVENTS, streams_busy() ? 0 : -1);
+		int due = streams_drop_due();
+		int n = loop_wait(ev, SPAWND_EVENTS, streams_busy() ? 0 : due);
 
 		if (n < 0)
 			die("epoll_wait", -n);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -18,6 +19,18 @@
 #include "loop.h"
 #include "platform.h"
 #include "protocol.h"
+
+#define DROP_QUIET_MS 2
+
+static struct stream *drop_head;
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static struct stream *ready_head, *ready_tail;
 
@@ -65,6 +78,7 @@ void stream_start(struct stream *s, struct child *c, int which, int fd,
 	s->which = (uint8_t)which;
 	s->readable = 0;
 	s->hup = 0;
+	s->dropping = 0;
 	s->queued = 0;
 	s->fd = fd;
 	s->credit = window;
@@ -73,6 +87,11 @@ void stream_start(struct stream *s, struct child *c, int which, int fd,
 
 void stream_on_event(struct stream *s, uint32_t events)
 {
+	if (s->dropping) {
+		/* The writer is still writing: wait for it to block. */
+		s->drop_at = (events & LOOP_HANGUP) ? 0 : now_ms() + DROP_QUIET_MS;
+		return;
+	}
 	s->readable = 1;
 	/* The writer has closed or shut down its side (or an error waits):
 	 * EOF waits behind the data, and no further edge will announce it. */
@@ -95,6 +114,51 @@ void stream_close(struct stream *s)
 	close(s->fd);           /* also leaves the loop */
 	s->fd = -1;
 	child_maybe_forget(s->c);
+}
+
+/* The client destroyed the stream. Closing a socket with bytes unread
+ * resets its writer (ECONNRESET: `yes` exits 1 with "Connection reset by
+ * peer", as under Node, whose reader goes away while the writer is blocked
+ * on a full pipe); closing it while the writer is mid-write, or empty,
+ * gives EPIPE and SIGPIPE instead, and we read so eagerly that the writer
+ * is rarely blocked. So we stop reading and close once the writer has been
+ * quiet for DROP_QUIET_MS (blocked on the full socket, or idle), or has
+ * gone, or the child is reaped. */
+void stream_drop(struct stream *s)
+{
+	if (s->fd < 0 || s->dropping)
+		return;
+	if (s->hup || s->c->pidfd < 0) {
+		stream_close(s);
+		return;
+	}
+	s->dropping = 1;
+	s->credit = 0;
+	s->drop_at = now_ms() + DROP_QUIET_MS;
+	ready_unlink(s);
+	s->drop_next = drop_head;
+	drop_head = s;
+}
+
+/* Closes the dropped streams whose writer went quiet; returns the wait (ms)
+ * until the next one is due, or -1 when none is left. */
+int streams_drop_due(void)
+{
+	struct stream **at = &drop_head, *s;
+	long long now = now_ms(), wait = -1;
+
+	while ((s = *at)) {
+		if (s->fd >= 0 && s->dropping && now < s->drop_at) {
+			if (wait < 0 || s->drop_at - now < wait)
+				wait = s->drop_at - now;
+			at = &s->drop_next;
+			continue;
+		}
+		*at = s->drop_next;
+		s->dropping = 0;
+		stream_close(s);
+	}
+	return (int)wait;
 }
 
 /* END (errno 0 at EOF, else the read error), then close. */

@@ -21,6 +21,10 @@ void stream_on_event(struct stream *s, uint32_t events);
 void stream_credit(struct stream *s, uint32_t bytes);
 /* Closes our end without END (the client sent CLOSE). */
 void stream_close(struct stream *s);
+/* The client's CLOSE: closes once the writer is quiet (see stdio.c). */
+void stream_drop(struct stream *s);
+/* Closes dropped streams now due; ms until the next one, or -1. */
+int streams_drop_due(void);
 /* Reads ready pipes, one chunk each per round, while output room lasts. */
 void streams_pump(void);
 /* 1 if ready pipes can be read now: the loop must poll, not block. */

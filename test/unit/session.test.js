@@ -45,6 +45,8 @@ test('the constructor sends nothing; attach() sends the SPAWN and holds the loop
   assert.deepEqual(link.types(), ['SPAWN']);
   assert.equal(link.frames[0].id, 7);
   assert.equal(link.refs, 1);
+  session.onMessage({ type: T.SPAWN_ERROR, errno: ENOENT, syscall: 'spawn' });
+  assert.equal(link.refs, 0);
 });
 
 test('spawned, output, EOFs and exit: Node events, then the id is released and the loop let go', async () => {
