@@ -9,6 +9,7 @@ import {
 } from './options.js';
 import { FLAG_DETACHED, FLAG_SET_UID, FLAG_SET_GID } from './protocol.js';
 import { AbortError } from './errors.js';
+import { checkRuntime, delegates } from './runtime.js';
 
 function toRequest(norm, plan, window) {
   const { options } = norm;
@@ -98,6 +99,7 @@ function superviseChild(child, options, killSignal) {
 /** Builds spawn() over a pool (`getPool()` is called at the first spawn). */
 export function createSpawn(getPool) {
   return function spawn(file, args, options) {
+    checkRuntime();
     const norm = normalizeSpawnArguments(file, args, options);
     const opts = norm.options;
     validateTimeout(opts.timeout);
@@ -105,7 +107,8 @@ export function createSpawn(getPool) {
     const killSignal = sanitizeKillSignal(opts.killSignal);
     const plan = planStdio(opts.stdio);
     const pool = getPool();
-    if (plan === null) {
+    // Bun/Deno where their own spawn is faster, or Deno without the permissions the pool needs.
+    if (plan === null || delegates(pool.binary)) {
       pool.counters.fallbacks++;
       return nodeSpawn(file, args, options);
     }
