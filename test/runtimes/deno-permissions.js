@@ -4,7 +4,7 @@
 // nor the "not a working spawnd" fallback. Runs deno-probe.js under each set.
 //
 //   node test/runtimes/deno-permissions.js [path/to/deno]
-// Ends with "N passed, N failed"; exits non-zero on a failure.
+// Ends with "# deno permissions: N ok, N not ok"; exits non-zero on a failure.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -51,5 +51,5 @@ for (const [name, flags, args, check] of CASES) {
     console.log(`not ok ${name}\n  flags: ${flags.join(' ')}\n  stdout: ${run.stdout.trim()}\n  stderr: ${run.stderr.trim()}`);
   }
 }
-console.log(`# deno permissions: ${passed} passed, ${failed} failed`);
+console.log(`# deno permissions: ${passed} ok, ${failed} not ok`);
 process.exitCode = failed === 0 ? 0 : 1;

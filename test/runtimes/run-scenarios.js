@@ -9,7 +9,7 @@
 // The pool serves (SPAWNPOOL_RUNTIME_MODE=serve unless set otherwise), and
 // the check fails if it did not. Where the runtime's own spawn departs from
 // Node's (KNOWN_DEPARTURES) spawnpool must give Node's value, recorded here
-// from Node. Ends with "N passed, N failed"; exits non-zero on a mismatch.
+// from Node. Ends with "# runtime: N ok, N not ok"; exits non-zero on a mismatch.
 process.env.SPAWNPOOL_RUNTIME_MODE ??= 'serve';
 
 const nodeCp = await import('node:child_process');
@@ -189,5 +189,5 @@ if (serving ? stats.spawned > 0 && stats.fallbacks === 0 : stats.spawned === 0) 
   failed++;
   console.log(`not ok mode ${process.env.SPAWNPOOL_RUNTIME_MODE}: spawned ${stats.spawned}, fallbacks ${stats.fallbacks}`);
 }
-console.log(`# ${runtime}: ${passed} passed, ${failed} failed`);
+console.log(`# ${runtime}: ${passed} ok, ${failed} not ok`);
 process.exitCode = failed === 0 ? 0 : 1;
