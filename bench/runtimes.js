@@ -7,8 +7,10 @@
 //   deno run -A bench/runtimes.js ...
 //   node bench/runtimes.js ...
 // Prints one JSON line.
-import * as nodeCp from 'node:child_process';
-import { createPool } from '../lib/index.js';
+// The pool must serve here, whatever lib/runtime.js decided from the last measurement.
+process.env.SPAWNPOOL_RUNTIME_MODE = 'serve';
+const nodeCp = await import('node:child_process');
+const { createPool } = await import('../lib/index.js');
 
 const N = Number(process.argv[2] ?? 2000);
 const ROUNDS = Number(process.argv[3] ?? 3);

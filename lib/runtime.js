@@ -14,9 +14,10 @@ const debug = debuglog('spawnpool');
 /** 'node', 'bun' or 'deno'. */
 export const runtime = globalThis.Deno?.permissions ? 'deno' : globalThis.Bun ? 'bun' : 'node';
 
-// Spawns/s of `true`, 64 in flight, medians of 3 interleaved rounds on 2 cores
-// (own node:child_process → pool): Node 20 1,067 → 2,837; Bun 1.4.4 2,180 →
-// 2,709; Deno 2.9.6 2,060 → 2,752.
+// Spawns/s of `true`, 64 in flight, medians of 3 interleaved rounds, 2 cores,
+// own node:child_process → pool, four runs each (docs/runtimes.md):
+// Node 20 882–1,067 → 2,408–2,837; Bun 1.4.4 1,771–2,804 → 2,259–3,207
+// (1.11–1.28x); Deno 2.9.6 1,661–2,294 → 2,110–2,752 (1.10–1.34x).
 const MEASURED = { node: 'serve', bun: 'serve', deno: 'serve' };
 const MODES = ['serve', 'delegate'];
 
