@@ -8,6 +8,7 @@ import { Server } from './server.js';
 import { ProtocolError } from './protocol.js';
 import { NodeLink } from './node-link.js';
 import { poolError, invalidArgType, invalidArgValue } from './errors.js';
+import { envVar } from './runtime.js';
 
 const debug = debuglog('spawnpool');
 const defaultBinary = fileURLToPath(new URL('../native/build/spawnd', import.meta.url));
@@ -70,7 +71,7 @@ export class Pool {
     validatePoolOptions(options);
     this.size = options.size ?? availableCpus();
     this.strategy = options.strategy ?? 'least-busy';
-    this.binary = options.server ?? process.env.SPAWNPOOL_SERVER ?? defaultBinary;
+    this.binary = options.server ?? envVar('SPAWNPOOL_SERVER') ?? defaultBinary;
     this.window = options.window ?? 256 * 1024;
     this.servers = [];
     this.closed = false;

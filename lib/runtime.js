@@ -28,10 +28,22 @@ function warnOnce(message, code) {
   process.emitWarning(message, { code });
 }
 
+/**
+ * process.env[name], or undefined where Deno denies reading it: spawnpool's
+ * own switches must not throw NotCapable (stats() and createPool() work
+ * without --allow-env; spawn() says what it needs, see checkRuntime).
+ */
+export function envVar(name) {
+  if (runtime === 'deno' && globalThis.Deno.permissions.querySync({ name: 'env', variable: name }).state !== 'granted') {
+    return undefined;
+  }
+  return process.env[name];
+}
+
 let preferred = null;
 function preferredMode() {
   if (preferred !== null) return preferred;
-  const forced = process.env.SPAWNPOOL_RUNTIME_MODE;
+  const forced = envVar('SPAWNPOOL_RUNTIME_MODE');
   if (forced !== undefined && forced !== '' && !MODES.includes(forced)) {
     warnOnce(`spawnpool: SPAWNPOOL_RUNTIME_MODE=${forced} is not one of ${MODES.join(', ')}; ignored`,
       'SPAWNPOOL_RUNTIME_MODE');

@@ -20,8 +20,8 @@ if (!existsSync(deno)) {
 const warned = (r, ...words) => r.warnings.length === 1 && r.warnings[0].code === 'SPAWNPOOL_DENO_PERMISSION'
   && words.every((w) => r.warnings[0].message.includes(w));
 const CASES = [
-  ['no permissions: clear error naming --allow-env', [], [],
-    (r) => r.threw?.code === 'ERR_SPAWNPOOL_DENO_PERMISSION' && r.threw.message.includes('--allow-env')],
+  ['no permissions: clear error naming --allow-env; stats() still works', [], [],
+    (r) => r.threw?.code === 'ERR_SPAWNPOOL_DENO_PERMISSION' && r.threw.message.includes('--allow-env') && r.served === 0],
   ['narrow --allow-run=echo: delegated, one warning naming --allow-run', ['--allow-env', '--allow-run=echo'], [],
     (r) => r.out === 'hi\n' && r.served === 0 && warned(r, '--allow-run', '--allow-read', '--allow-sys')],
   ['narrow --allow-run=echo: Deno still refuses a program not on the list', ['--allow-env', '--allow-run=echo'], ['ls'],
