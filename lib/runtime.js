@@ -54,6 +54,11 @@ function preferredMode() {
 }
 
 const denyState = (descriptor) => globalThis.Deno.permissions.querySync(descriptor).state !== 'granted';
+// `partial`: granted, but with exceptions (a --deny-run list).
+const restricted = (descriptor) => {
+  const status = globalThis.Deno.permissions.querySync(descriptor);
+  return status.state !== 'granted' || status.partial === true;
+};
 
 /**
  * Throws before anything reads process.env when Deno denies env access:
@@ -69,8 +74,8 @@ export function checkRuntime() {
 
 // Deno: why the pool may not serve, or null. Only an unrestricted
 // --allow-run lets the pool serve: a spawn server runs whatever program it
-// is asked to, so serving under a narrow --allow-run=prog,... would bypass
-// Deno's per-program check. Delegated, Deno applies that list itself.
+// is asked to, so serving under a narrow --allow-run=prog,... or a
+// --deny-run=prog would bypass Deno's per-program check. Delegated, Deno applies that list itself.
 // Starting the server also checks the binary (fs.accessSync: read access to
 // it, and sys access to the uid under Deno).
 const gates = new Map();
@@ -78,8 +83,8 @@ function denoGate(binary) {
   let reason = gates.get(binary);
   if (reason !== undefined) return reason;
   const missing = [
-    denyState({ name: 'run' }) && '--allow-run (unrestricted: a spawn server can run any program, so a '
-      + 'per-program --allow-run list is left to Deno\'s own spawn to enforce)',
+    restricted({ name: 'run' }) && '--allow-run (unrestricted: a spawn server can run any program, so a '
+      + 'per-program --allow-run list or --deny-run is left to Deno\'s own spawn to enforce)',
     denyState({ name: 'read', path: binary }) && `--allow-read (of ${binary})`,
     denyState({ name: 'sys', kind: 'uid' }) && '--allow-sys (uid)',
   ].filter(Boolean);

@@ -26,6 +26,8 @@ const CASES = [
     (r) => r.out === 'hi\n' && r.served === 0 && warned(r, '--allow-run', '--allow-read', '--allow-sys')],
   ['narrow --allow-run=echo: Deno still refuses a program not on the list', ['--allow-env', '--allow-run=echo'], ['ls'],
     (r) => r.error?.name === 'NotCapable' && r.served === 0],
+  ['-A --deny-run=ls: delegated, and Deno refuses ls', ['-A', '--deny-run=ls'], ['ls'],
+    (r) => r.error?.name === 'NotCapable' && r.served === 0 && warned(r, '--deny-run')],
   ['no --allow-read of the server: delegated, warning names it', ['--allow-env', '--allow-run', '--allow-sys=uid'], [],
     (r) => r.out === 'hi\n' && r.served === 0 && warned(r, '--allow-read')],
   ['no --allow-sys: delegated, warning names it', ['--allow-env', '--allow-run', '--allow-read'], [],
