@@ -70,7 +70,10 @@ function orphanedServers() {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (comm.startsWith('spawnd') && ppid === 1) found.push(pid);
+      // Only this checkout's servers: other checkouts' test runs on the
+      // same machine have theirs (detached ones, of worker threads, have ppid 1).
+      const binary = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0];
+      if (comm.startsWith('spawnd') && ppid === 1 && binary.startsWith(root)) found.push(pid);
     } catch { /* exited while we looked */ }
   }
   return found;
