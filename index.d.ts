@@ -72,7 +72,7 @@ export interface PoolOptions {
 
 /** Why a call went to node:child_process; keys of `PoolStats.fallbacksByReason`. */
 export type FallbackReason =
-  | 'unservable-stdio' | 'sync-api' | 'fork' | 'server-unavailable' | 'server-start-failed' | 'server-lost';
+  | 'unservable-stdio' | 'sync-api' | 'fork' | 'server-unavailable' | 'server-start-failed' | 'server-lost' | 'runtime';
 
 export interface PoolStats {
   /** Servers the pool keeps running now (between `min` and `max`). */

@@ -7,6 +7,7 @@ import { errnoError } from './errors.js';
 import { toSignalNumber } from './options.js';
 
 const kSession = Symbol('spawnpool.session');
+const GETTER_ONLY_IN_BUN = ['connected', 'stdin', 'stdout', 'stderr', 'stdio'];
 
 /** A node:child_process-compatible ChildProcess served by a spawn server. */
 export class ChildProcess extends EventEmitter {
@@ -14,8 +15,13 @@ export class ChildProcess extends EventEmitter {
     super();
     this._closesNeeded = 1;
     this._closesGot = 0;
-    // An own data property: Bun's ChildProcess.prototype has a getter only.
-    Object.defineProperty(this, 'connected', { value: false, writable: true, enumerable: true, configurable: true });
+    // Own data properties: Bun's ChildProcess.prototype (our prototype's
+    // prototype) has getters without setters for these, and assigning to
+    // an inherited getter-only property throws in strict mode.
+    for (const name of GETTER_ONLY_IN_BUN) {
+      Object.defineProperty(this, name, { value: null, writable: true, enumerable: true, configurable: true });
+    }
+    this.connected = false;
     this.signalCode = null;
     this.exitCode = null;
     this.killed = false;

@@ -10,6 +10,7 @@ import {
   validatePoolOptions, resolveSizing, availableCpus, DEFAULT_IDLE_TIMEOUT_MS,
 } from './config.js';
 import { debug, channels, unpublished, fallback } from './observe.js';
+import { envVar } from './runtime.js';
 
 export { availableCpus };
 
@@ -57,7 +58,7 @@ export class Pool {
     this.target = Math.max(1, min);    // servers wanted now: min..max
     this.idleTimeout = options.idleTimeout ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.strategy = options.strategy ?? 'least-busy';
-    this.binary = options.server ?? process.env.SPAWNPOOL_SERVER ?? defaultBinary();
+    this.binary = options.server ?? envVar('SPAWNPOOL_SERVER') ?? defaultBinary();
     this.window = options.window ?? 256 * 1024;
     this.servers = [];
     this.closed = false;

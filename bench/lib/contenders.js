@@ -12,8 +12,8 @@ export const CONTENDERS = [
   { id: 'spawnpool', label: 'spawnpool', what: "the baseline server with `import { spawn } from 'spawnpool'`" },
   { id: 'go', label: 'Go net/http + os/exec', what: 'bench/go: net/http, exec.Command with cmd.Stdout = the ResponseWriter' },
   { id: 'rust', label: 'Rust tokio + hyper', what: 'bench/rust: hyper 1.x on tokio, tokio::process child, stdout streamed as the body' },
-  { id: 'bun', label: 'Bun, baseline code', what: 'the Node baseline server file run by Bun (BUN or bun on PATH)' },
-  { id: 'deno', label: 'Deno, baseline code', what: 'the Node baseline server file run by Deno (DENO or deno on PATH)' },
+  { id: 'bun', label: 'Bun, baseline code', what: 'the Node baseline server file run by Bun (BUN, bun on PATH, or the devDependency)' },
+  { id: 'deno', label: 'Deno, baseline code', what: 'the Node baseline server file run by Deno (DENO, deno on PATH, or the devDependency)' },
 ];
 
 /**

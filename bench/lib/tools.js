@@ -5,7 +5,10 @@
 import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { runCapture } from './loadgen.js';
+
+const modules = fileURLToPath(new URL('../../node_modules/', import.meta.url));
 
 /** Absolute path of an executable `name` on PATH, or null. */
 export function which(name, pathEnv = process.env.PATH ?? '') {
@@ -43,8 +46,9 @@ export async function detectTools(env = process.env) {
     cc: which('cc', env.PATH) ?? which('gcc', env.PATH) ?? which('clang', env.PATH),
     wrk: which('wrk', env.PATH),
     bombardier: which('bombardier', env.PATH),
-    bun: (env.BUN && executable(env.BUN)) || which('bun', env.PATH),
-    deno: (env.DENO && executable(env.DENO)) || which('deno', env.PATH),
+    // Then the devDependencies' binaries (@oven/bun-linux-x64, @deno/linux-x64-glibc).
+    bun: (env.BUN && executable(env.BUN)) || which('bun', env.PATH) || executable(join(modules, '@oven/bun-linux-x64/bin/bun')),
+    deno: (env.DENO && executable(env.DENO)) || which('deno', env.PATH) || executable(join(modules, '@deno/linux-x64-glibc/deno')),
   };
   const versionArgs = { go: ['version'], wrk: ['--version'], bombardier: ['--version'] };
   const out = {};
