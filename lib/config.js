@@ -5,6 +5,7 @@ import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
 import { isMainThread } from 'node:worker_threads';
 import { invalidArgType, invalidArgValue } from './errors.js';
+import { readableEnv } from './runtime.js';
 
 export const STRATEGIES = ['least-busy', 'round-robin', 'random'];
 export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
@@ -69,7 +70,7 @@ function sharers(env, cpus, isWorker) {
  * 1 in a worker thread (the main thread usually has its own pool).
  */
 export function defaultSize({
-  env = process.env, budget = cpuBudget(), isWorker = cluster.isWorker, mainThread = isMainThread,
+  env = readableEnv, budget = cpuBudget(), isWorker = cluster.isWorker, mainThread = isMainThread,
 } = {}) {
   if (!mainThread) return { size: 1, reason: 'worker thread' };
   const { cpus, source } = budget;
@@ -122,7 +123,7 @@ const ENV = [
 ];
 
 /** The default pool's options from SPAWNPOOL_* variables; errors name the variable. */
-export function optionsFromEnv(env = process.env) {
+export function optionsFromEnv(env = readableEnv) {
   const options = {};
   for (const [variable, key, min, max] of ENV) {
     const raw = env[variable];

@@ -20,9 +20,11 @@ export { availableCpus };
 // trusted to it.
 const builtBinary = fileURLToPath(new URL('../native/build/spawnd', import.meta.url));
 // ($SPAWNPOOL_PLATFORM stands in for another OS in the install tests.)
-const platform = process.env.SPAWNPOOL_PLATFORM ?? process.platform;
+const platform = envVar('SPAWNPOOL_PLATFORM') ?? process.platform;
 const prebuiltBinary = fileURLToPath(new URL(`../native/build/prebuilt/${platform}-${process.arch}/spawnd`, import.meta.url));
-const defaultBinary = () => (existsSync(builtBinary) || !existsSync(prebuiltBinary) ? builtBinary : prebuiltBinary);
+// (Deno without read access throws from existsSync: the built path it is.)
+const exists = (path) => { try { return existsSync(path); } catch { return true; } };
+const defaultBinary = () => (exists(builtBinary) || !exists(prebuiltBinary) ? builtBinary : prebuiltBinary);
 const LATENCY_SAMPLES = 1024;
 const MAX_START_FAILURES = 3;
 const RECHECK_MS = 30_000;          // an unavailable pool tries again after this

@@ -101,3 +101,11 @@ export function delegates(binary) {
   if (preferredMode() === 'delegate') return true;
   return runtime === 'deno' && denoGate(binary) !== null;
 }
+
+/**
+ * process.env for reading configuration: under Deno without env access a
+ * variable reads as unset instead of throwing NotCapable.
+ */
+export const readableEnv = runtime === 'deno'
+  ? new Proxy({}, { get: (_, name) => (typeof name === 'string' ? envVar(name) : undefined) })
+  : process.env;

@@ -9,6 +9,7 @@ export const CONTENDERS = [
   { id: 'workers', label: 'Node worker_threads + execFile', what: 'one worker_thread per CPU runs execFile; the buffered stdout is posted back' },
   { id: 'fork-ipc', label: 'Node fork() helpers, JSON IPC', what: 'one fork()ed Node helper per CPU runs execFile and replies with process.send (JSON)' },
   { id: 'fork-advanced', label: "Node fork() helpers, 'advanced' IPC", what: "the same pool, stdout streamed chunk by chunk over IPC with serialization: 'advanced'" },
+  { id: 'fork-bun', label: 'Node + Bun fork() helpers, JSON IPC', what: 'the fork() helper pool with the helpers run by Bun (the write-up\'s "Node + Bun")' },
   { id: 'spawnpool', label: 'spawnpool', what: "the baseline server with `import { spawn } from 'spawnpool'`" },
   { id: 'go', label: 'Go net/http + os/exec', what: 'bench/go: net/http, exec.Command with cmd.Stdout = the ResponseWriter' },
   { id: 'rust', label: 'Rust tokio + hyper', what: 'bench/rust: hyper 1.x on tokio, tokio::process child, stdout streamed as the body' },
@@ -30,6 +31,8 @@ export function commandFor(id, { benchDir, tools, builds }) {
     case 'workers': return { cmd: node, args: [srv('node-workers.js')] };
     case 'fork-ipc': return { cmd: node, args: [srv('fork-pool.js')], after: ['buffered'] };
     case 'fork-advanced': return { cmd: node, args: [srv('fork-pool.js')], after: ['stream'] };
+    case 'fork-bun':
+      return tools.bun ? { cmd: node, args: [srv('fork-pool.js')], after: ['buffered', tools.bun.path] } : { skip: 'bun not found (set BUN=/path/to/bun or put bun on PATH)' };
     case 'spawnpool': return { cmd: node, args: [srv('spawnpool.js')] };
     case 'go': return built('go-server', 'Go server');
     case 'rust': return built('rust-server', 'Rust server');

@@ -2,6 +2,9 @@
 // (one per CPU) doing the spawns; the HTTP server only relays.
 // argv[3] = "buffered" (default JSON IPC, whole stdout in one message) or
 //           "stream" (serialization: 'advanced', stdout streamed chunk by chunk).
+// argv[4] = the runtime that runs the helpers (default: this Node); the
+//           write-up's "Node + Bun" contender runs them under Bun, which
+//           speaks Node's IPC.
 import http from 'node:http';
 import os from 'node:os';
 import process from 'node:process';
@@ -9,6 +12,7 @@ import { fork } from 'node:child_process';
 import { listen, route } from './common.js';
 
 const mode = process.argv[3] === 'stream' ? 'stream' : 'buffered';
+const helperRuntime = process.argv[4];
 const helperPath = new URL('./fork-helper.js', import.meta.url);
 const pending = new Map();
 let nextId = 0;
@@ -16,6 +20,7 @@ let rr = 0;
 
 const helpers = Array.from({ length: os.availableParallelism() }, () => {
   const h = fork(helperPath, [mode], {
+    ...(helperRuntime ? { execPath: helperRuntime } : {}),
     serialization: mode === 'stream' ? 'advanced' : 'json',
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
