@@ -2,13 +2,11 @@
 // its fd 3, speaks the protocol, and hands each frame to the session it
 // names, one frame per emulated libuv callback (lib/delivery.js).
 import { nodeSpawn } from './node-child-process.js';
-import { debuglog } from 'node:util';
 import { constants } from 'node:os';
 import { isMainThread } from 'node:worker_threads';
 import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, MAX_FRAME } from './protocol.js';
 import { asCallback } from './delivery.js';
 
-const debug = debuglog('spawnpool');
 const EMPTY = Buffer.alloc(0);
 const { E2BIG } = constants.errno;
 const HANDSHAKE_TIMEOUT_MS = 5000;
@@ -250,7 +248,6 @@ export class Server {
       if (reported) return;
       reported = true;
       clearTimeout(timer);
-      debug('server %s gone (%s), %d children in flight', this.pid, this.describeFailure(cause), sessions.length);
       this.pool.onServerGone(this, cause, sessions);
     };
     // The exit status, when it comes, says more than the socket's close;
