@@ -71,7 +71,8 @@ export class Server {
     this.nextId = 1;
     this.refs = 0;
     this.ready = false;
-    this.gone = false;
+    this.gone = false;            // no more frames are sent
+    this.dead = false;            // the pool has been (or is being) told
     this.pool = pool;
     this.queue = [];
     this.queued = false;
@@ -102,7 +103,6 @@ export class Server {
       });
     });
     this.socket = this.proc.stdio?.[3] ?? null;
-    this.dead = false;
     if (this.proc.pid === undefined || this.socket === null) {
       // Not started: the 'error' above follows and tells the pool.
       this.gone = true;
