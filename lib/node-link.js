@@ -7,14 +7,11 @@ import { nodeSpawn } from './node-child-process.js';
 import { constants } from 'node:os';
 import { decodeFrame, T } from './protocol.js';
 import { asCallback } from './delivery.js';
+import { deliver } from './session.js';
 import { toSignalNumber } from './options.js';
 import { unpublished } from './observe.js';
 
 const errnoOf = (err) => constants.errno[err.code] ?? constants.errno.EIO;
-
-function deliver(session, msg) {
-  session.resource.runInAsyncScope(session.onMessage, session, msg);
-}
 
 export class NodeLink {
   /** `spawnArgs`: the (file, args, options) the user passed to spawn(). */

@@ -6,6 +6,7 @@ import { constants } from 'node:os';
 import { isMainThread } from 'node:worker_threads';
 import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, MAX_FRAME } from './protocol.js';
 import { asCallback } from './delivery.js';
+import { deliver } from './session.js';
 
 const EMPTY = Buffer.alloc(0);
 const { E2BIG } = constants.errno;
@@ -23,10 +24,6 @@ const EXIT_MEANING = {
   100: 'it is not a spawnd (usage error)',
   111: 'a system call failed at its start',
 };
-
-function deliverTo(session, msg) {
-  session.resource.runInAsyncScope(session.onMessage, session, msg);
-}
 
 /**
  * The frames of one read, in the order libuv would have handed Node the
@@ -204,7 +201,7 @@ export class Server {
       const session = this.sessions.get(msgs[i].id);
       if (session === undefined) continue;
       try {
-        asCallback(deliverTo, session, msgs[i]);
+        asCallback(deliver, session, msgs[i]);
       } catch (err) {
         setImmediate(() => this.deliver(msgs, i + 1));
         throw err;

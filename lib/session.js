@@ -15,8 +15,10 @@
 // replace, frames always go to these. `wire[fd]` says whether frames still
 // flow for a pipe; with the process's end it decides when the request id
 // may be released, and it drives whether the child keeps the event loop
-// alive. The facade (ChildProcess) turns session callbacks into Node's
-// events; the session never emits anything itself.
+// alive. Until every child spawned with it has its spawn outcome, its
+// other frames wait (spawn cohorts, lib/delivery.js). The facade
+// (ChildProcess) turns session callbacks into Node's events; the session
+// never emits anything itself.
 import { AsyncResource } from 'node:async_hooks';
 import { constants } from 'node:os';
 import {
@@ -36,7 +38,8 @@ export const RUNNING = 'running';
 export const EXITED = 'exited';
 export const FAILED = 'failed';
 
-function redeliver(session, msg) {
+/** Hands `msg` to `session` in the child's own async context (ALS, hooks). */
+export function deliver(session, msg) {
   session.resource.runInAsyncScope(session.onMessage, session, msg);
 }
 
@@ -106,7 +109,7 @@ export class Session {
     const cohort = this.cohort;
     if (cohort !== null && msg.type !== T.SPAWNED && msg.type !== T.SPAWN_ERROR) {
       if (cohort.holding) {
-        cohort.deliver ??= redeliver;
+        cohort.deliver ??= deliver;
         cohort.parked.push(this, msg);
         return;
       }
@@ -203,7 +206,7 @@ export class Session {
   leaveCohort() {
     if (this.cohort === null || this.leftCohort) return;
     this.leftCohort = true;
-    leaveCohort(this.cohort, redeliver);
+    leaveCohort(this.cohort, deliver);
   }
 
   spawnFailed(errno) {
