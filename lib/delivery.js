@@ -86,18 +86,21 @@ function closeCohort() {
   if (c.pending > 0) setTimeout(() => { if (c.pending > 0) release(c); }, COHORT_MAX_HOLD_MS).unref();
 }
 
-function release(c, deliver = c.deliver) {
+function release(c) {
   if (c.parked.length === 0) c.holding = false;
   else if (!c.flushing) {
     c.flushing = true;
-    setImmediate(() => flushParked(c, 0, deliver));
+    setImmediate(() => flushParked(c, 0));
   }
 }
 
-/** The cohort a child spawned now belongs to. */
-export function joinCohort() {
+/**
+ * The cohort a child spawned now belongs to; `deliver(session, msg)` hands
+ * on a parked frame (pushed as session, msg onto `parked`).
+ */
+export function joinCohort(deliver) {
   if (cohort === null) {
-    cohort = { pending: 0, parked: [], holding: true, flushing: false, deliver: null };
+    cohort = { pending: 0, parked: [], holding: true, flushing: false, deliver };
     setImmediate(closeCohort);
   }
   cohort.pending++;
@@ -105,21 +108,20 @@ export function joinCohort() {
 }
 
 /** A member has its spawn outcome; the last one releases the parked frames. */
-export function leaveCohort(c, deliver) {
-  c.deliver = deliver;
+export function leaveCohort(c) {
   // Frames arriving before the flush are parked behind the others.
-  if (--c.pending === 0) release(c, deliver);
+  if (--c.pending === 0) release(c);
 }
 
-function flushParked(c, from, deliver) {
+function flushParked(c, from) {
   // No frame can arrive while this runs: none is parked behind these.
   c.holding = false;
   const parked = c.parked;
   for (let i = from; i < parked.length; i += 2) {
     try {
-      asCallback(deliver, parked[i], parked[i + 1]);
+      asCallback(c.deliver, parked[i], parked[i + 1]);
     } catch (err) {
-      setImmediate(() => flushParked(c, i + 2, deliver));
+      setImmediate(() => flushParked(c, i + 2));
       throw err;
     }
   }

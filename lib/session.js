@@ -88,7 +88,7 @@ export class Session {
    * kill) is replayed behind the SPAWN.
    */
   attach(link, id, frame = encodeSpawn(id, this.request)) {
-    if (this.link === null && !this.leftCohort && this.cohort === null) this.cohort = joinCohort();
+    if (this.link === null && !this.leftCohort && this.cohort === null) this.cohort = joinCohort(deliver);
     const held = this.held;
     if (held) this.setHeld(false);
     this.link = link;
@@ -109,7 +109,6 @@ export class Session {
     const cohort = this.cohort;
     if (cohort !== null && msg.type !== T.SPAWNED && msg.type !== T.SPAWN_ERROR) {
       if (cohort.holding) {
-        cohort.deliver ??= deliver;
         cohort.parked.push(this, msg);
         return;
       }
@@ -182,8 +181,6 @@ export class Session {
   releaseCloses() {
     const held = this.heldCloses;
     this.heldCloses = null;
-    this.cohort = null;          // joined when first handed to a server
-    this.leftCohort = false;
     if (held !== null) for (const close of held) closePhase(close);
   }
 
@@ -206,7 +203,7 @@ export class Session {
   leaveCohort() {
     if (this.cohort === null || this.leftCohort) return;
     this.leftCohort = true;
-    leaveCohort(this.cohort, deliver);
+    leaveCohort(this.cohort);
   }
 
   spawnFailed(errno) {
