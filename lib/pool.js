@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Server } from './server.js';
 import { ProtocolError } from './protocol.js';
 import { NodeLink } from './node-link.js';
+import { SPAWNING } from './session.js';
 import { poolError, invalidArgType, invalidArgValue } from './errors.js';
 import {
   validatePoolOptions, resolveSizing, availableCpus, DEFAULT_IDLE_TIMEOUT_MS,
@@ -281,7 +282,7 @@ export class Pool {
    * an unanswered request was not started); a running child is lost.
    */
   rescue(session) {
-    if (!session.alive || session.state !== 'spawning') {
+    if (session.state !== SPAWNING) {
       this.counters.lost++;
       session.resource.runInAsyncScope(session.lost, session);
       return;

@@ -37,6 +37,17 @@ function make(stdio) {
 
 const settle = () => new Promise((r) => setTimeout(r, 5));
 
+/** A running child whose stdin writes report their outcome into `results`. */
+function writer() {
+  const { child, session } = make();
+  session.attach(fakeLink(), 1);
+  child.stdin.on('error', () => {});
+  session.onMessage({ type: T.SPAWNED, pid: 1 });
+  const results = [];
+  const write = (data) => child.stdin.write(data, (e) => results.push(e?.code ?? 'ok'));
+  return { session, results, write };
+}
+
 test('the constructor sends nothing; attach() sends the SPAWN and holds the loop until the outcome', () => {
   const { session } = make();
   const link = fakeLink();
@@ -84,12 +95,8 @@ test('a user who replaces child.stdout does not change where output goes', async
 });
 
 test('the exit fails a stdin write still in flight with EPIPE, once', async () => {
-  const { child, session } = make();
-  session.attach(fakeLink(), 1);
-  child.stdin.on('error', () => {});
-  session.onMessage({ type: T.SPAWNED, pid: 1 });
-  const results = [];
-  child.stdin.write('abc', (e) => results.push(e?.code ?? 'ok'));
+  const { session, results, write } = writer();
+  write('abc');
   session.onMessage({ type: T.EXIT, code: 0, signal: 0 });
   session.onMessage({ type: T.END, fd: 0, errno: EPIPE }); // the server's late answer: ignored
   await settle();
@@ -97,14 +104,10 @@ test('the exit fails a stdin write still in flight with EPIPE, once', async () =
 });
 
 test('WROTE completes a write; END fd 0 fails the next one', async () => {
-  const { child, session } = make();
-  session.attach(fakeLink(), 1);
-  child.stdin.on('error', () => {});
-  session.onMessage({ type: T.SPAWNED, pid: 1 });
-  const results = [];
-  child.stdin.write('abc', (e) => results.push(e?.code ?? 'ok'));
+  const { session, results, write } = writer();
+  write('abc');
   session.onMessage({ type: T.WROTE, bytes: 3 });
-  child.stdin.write('def', (e) => results.push(e?.code ?? 'ok'));
+  write('def');
   await settle();
   session.onMessage({ type: T.END, fd: 0, errno: EPIPE });
   await settle();
