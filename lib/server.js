@@ -33,10 +33,7 @@ const EXIT_MEANING = {
  * stream keep their order.
  */
 function inNodeOrder(msgs) {
-  if (msgs.length < 3) {
-    if (msgs.length === 2 && msgs[0].type === T.EXIT && msgs[1].id === msgs[0].id) msgs.reverse();
-    return msgs;
-  }
+  if (msgs.length < 2) return msgs;
   const groups = new Map();
   const exits = [];
   for (const msg of msgs) {
