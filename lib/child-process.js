@@ -77,9 +77,12 @@ export class ChildProcess extends EventEmitter {
     this._afterExit();
   }
 
-  /** Node's onexit with a negative code: the program could not be started. */
-  _spawnFailed(errno) {
-    this._onSpawned(undefined);
+  /**
+   * Node's onexit with a negative code: the program could not be started.
+   * `afterSpawn`: a parked child that failed to exec after 'spawn'.
+   */
+  _spawnFailed(errno, afterSpawn = false) {
+    if (!afterSpawn) this._onSpawned(undefined);
     this.exitCode = -errno;
     if (this.stdin) this.stdin.destroy();
     const err = errnoError(errno, `spawn ${this.spawnfile}`);

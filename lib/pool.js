@@ -3,7 +3,7 @@
 import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Server } from './server.js';
-import { ProtocolError } from './protocol.js';
+import { ProtocolError, encodeSpawn } from './protocol.js';
 import { NodeLink } from './node-link.js';
 import { SPAWNING } from './session.js';
 import { poolError, invalidArgType, invalidArgValue } from './errors.js';
@@ -31,6 +31,13 @@ const MAX_START_FAILURES = 3;
 const RECHECK_MS = 30_000;          // an unavailable pool tries again after this
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 5_000;
+// Parked children each server keeps (pids handed out by spawn() at once),
+// and how long spawn() waits for one when a burst has taken them all.
+export const DEFAULT_PARKED = 8;
+const PARK_WAIT_MS = 1_000;
+const PARK_POLL_MS = 0.05;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+const sleep = (ms) => Atomics.wait(sleeper, 0, 0, ms);
 // A dynamic pool (min < max) starts another server when every server has
 // this many children in flight: one server spawns thousands a second, so
 // only sustained concurrency is worth a process.
@@ -63,6 +70,7 @@ export class Pool {
     this.strategy = options.strategy ?? 'least-busy';
     this.binary = options.server ?? envVar('SPAWNPOOL_SERVER') ?? defaultBinary();
     this.window = options.window ?? 256 * 1024;
+    this.parked = options.parked ?? DEFAULT_PARKED;
     this.servers = [];
     this.closed = false;
     this.started = false;
@@ -72,7 +80,9 @@ export class Pool {
     this.unavailable = null;      // why spawns go to node:child_process, or null
     this.retryAt = 0;             // when to try starting servers again
     this.warned = new Set();
-    this.counters = { spawned: 0, spawnErrors: 0, fallbacks: 0, restarts: 0, lost: 0, retried: 0 };
+    this.counters = {
+      spawned: 0, spawnErrors: 0, fallbacks: 0, restarts: 0, lost: 0, retried: 0, parkedWaits: 0, parkedTimeouts: 0,
+    };
     this.fallbacksByReason = {};
     this.latencies = new Float64Array(LATENCY_SAMPLES);
     this.latencyCount = 0;
@@ -113,7 +123,8 @@ export class Pool {
 
   /** Why acquire() just returned null, for stats().fallbacksByReason. */
   refusal() {
-    return this.unavailable !== null ? 'server-unavailable' : 'server-start-failed';
+    if (this.unavailable !== null) return 'server-unavailable';
+    return this.servers.some((s) => !s.gone) ? 'no-parked-child' : 'server-start-failed';
   }
 
   maybeGrow() {
@@ -159,7 +170,7 @@ export class Pool {
   }
 
   startServer() {
-    return new Server(this.binary, this);
+    return new Server(this.binary, this, this.parked);
   }
 
   backoff() {
@@ -178,20 +189,63 @@ export class Pool {
       { code: 'SPAWNPOOL_UNAVAILABLE', detail: cause?.message });
   }
 
-  /** Hands a new session to a server; false when it must go to node:child_process. */
+  /**
+   * Hands a new session to a server, synchronously: returns the pid of the
+   * parked child that runs it; 0 when only servers that cannot park are
+   * left (the pid comes with 'spawn'); -1 when node:child_process must
+   * serve it (no server, or none announced a parked child in time).
+   */
   submit(session) {
-    const server = this.acquire();
-    if (server === null) return false;
-    this.assign(server, session);
-    return true;
+    let server = this.acquire();
+    // A server found gone as the SPAWN is written: the next one.
+    for (let attempt = 0; server !== null && attempt <= this.max; attempt++) {
+      let pid = server.takePid();
+      if (pid === 0) ({ server, pid } = this.waitForPid());
+      if (server === null) break;
+      if (this.assign(server, session, pid)) return pid;
+      server = this.servers.find((s) => !s.gone) ?? null;
+    }
+    return -1;
   }
 
-  assign(server, session) {
+  /**
+   * Every server's parked children are taken (a burst, or servers still
+   * starting): the first pid any server announces, polled for at most
+   * PARK_WAIT_MS. The servers park new children as SPAWNs take them, in
+   * their own processes; this thread only reads their feeds.
+   */
+  waitForPid() {
+    const deadline = performance.now() + PARK_WAIT_MS;
+    let waited = false;
+    for (;;) {
+      let parking = false;
+      for (const s of this.servers) {
+        if (s.gone || !s.parks) continue;
+        parking = true;
+        const pid = s.takePid();
+        if (pid !== 0) return { server: s, pid };
+      }
+      if (!parking) return { server: this.servers.find((s) => !s.gone) ?? null, pid: 0 };
+      if (!waited) {
+        waited = true;
+        this.counters.parkedWaits++;
+      }
+      if (performance.now() >= deadline) {
+        this.counters.parkedTimeouts++;
+        debug('no parked child announced within %d ms: this spawn goes to node:child_process', PARK_WAIT_MS);
+        return { server: null, pid: 0 };
+      }
+      sleep(PARK_POLL_MS);
+    }
+  }
+
+  /** Sends the session's SPAWN to `server`; false if the server turned out gone. */
+  assign(server, session, pid = 0) {
     if (server.idleTimer !== undefined) {
       clearTimeout(server.idleTimer);
       server.idleTimer = undefined;
     }
-    server.submit(session);
+    return server.submit(session, pid);
   }
 
   onServerReady(server) {
@@ -277,9 +331,10 @@ export class Pool {
   }
 
   /**
-   * A session whose server died: a request it never answered goes to a
-   * live server (the server reports each spawn as soon as it is made, so
-   * an unanswered request was not started); a running child is lost.
+   * A session whose server died: a pid-less request it never answered
+   * goes to a live server (the server reports each such spawn as soon as
+   * it is made, so an unanswered one was not started); a running child,
+   * which every child of a parked pid is, is lost.
    */
   rescue(session) {
     if (session.state !== SPAWNING) {
@@ -292,15 +347,14 @@ export class Pool {
       server = this.acquire();
     } catch { /* closed: only the servers still draining can take it */ }
     server ??= this.servers.find((s) => !s.gone) ?? null;
-    if (server === null) {
-      // Nothing can serve it here: node:child_process does, behind the
-      // ChildProcess the caller already holds.
-      fallback(this, 'server-lost', session.request.file);
-      session.attach(new NodeLink(session, session.spawnArgs), 1);
+    if (server !== null && this.assign(server, session)) {
+      this.counters.retried++;
       return;
     }
-    this.counters.retried++;
-    this.assign(server, session);
+    // Nothing can serve it here: node:child_process does, behind the
+    // ChildProcess the caller already holds.
+    fallback(this, 'server-lost', session.request.file);
+    session.attach(new NodeLink(session, session.spawnArgs), 1, 0, encodeSpawn(1, session.request));
   }
 
   pick() {

@@ -2,7 +2,7 @@
 // encode*() return one frame as a Buffer; Decoder turns a byte stream into
 // frames, however the stream is split.
 
-export const VERSION = 1;
+export const VERSION = 2;
 export const MAX_FRAME = 16 * 1024 * 1024;
 export const HEADER = 9;
 export const STDIN_WINDOW = 65536;
@@ -62,7 +62,8 @@ function strFrame(type, id, i32s, str) {
   return buf;
 }
 
-export const encodeHello = (version = VERSION) => u32Frame(T.HELLO, 0, version);
+/** HELLO asking for `parked` parked children (docs/protocol.md, "Parked children"). */
+export const encodeHello = (parked = 0, version = VERSION) => u32Frame(T.HELLO, 0, version, parked);
 export const encodeStdin = (id, data) => bytesFrame(T.STDIN, id, undefined, data);
 export const encodeStdinEnd = (id) => header(T.STDIN_END, id, 0);
 export const encodeKill = (id, signal) => u32Frame(T.KILL, id, signal);
@@ -74,7 +75,7 @@ export const encodeCredit = (id, fd, bytes) => {
 };
 export const encodeClose = (id, fd) => bytesFrame(T.CLOSE, id, fd, Buffer.alloc(0));
 
-export const encodeServerHello = (version, pid) => u32Frame(T.S_HELLO, 0, version, pid);
+export const encodeServerHello = (version, pid, parked = 0) => u32Frame(T.S_HELLO, 0, version, pid, parked);
 export const encodeSpawned = (id, pid) => u32Frame(T.SPAWNED, id, pid);
 export const encodeSpawnError = (id, errno, syscall) => strFrame(T.SPAWN_ERROR, id, [errno], syscall);
 export const encodeData = (id, fd, data) => bytesFrame(T.DATA, id, fd, data);
@@ -91,11 +92,12 @@ export const encodeFatal = (message) => strFrame(T.FATAL, 0, [], message);
 
 /**
  * SPAWN frame. `req` is the normalized request: { flags, uid, gid, window,
- * stdio: [m0, m1, m2], file, cwd, argv: string[], env: string[] }.
+ * stdio: [m0, m1, m2], file, cwd, argv: string[], env: string[] }; `pid`
+ * the parked child that runs it, or 0 for one started on receipt.
  */
-export function encodeSpawn(id, req) {
+export function encodeSpawn(id, req, pid = 0) {
   const strings = [req.file, req.cwd, ...req.argv, ...req.env];
-  let size = 16 + 3 + 8;
+  let size = 20 + 3 + 8;
   const lengths = new Array(strings.length);
   for (let i = 0; i < strings.length; i++) {
     lengths[i] = Buffer.byteLength(strings[i]);
@@ -103,6 +105,7 @@ export function encodeSpawn(id, req) {
   }
   const buf = header(T.SPAWN, id, size);
   let off = HEADER;
+  off = buf.writeUInt32LE(pid >>> 0, off);
   off = buf.writeUInt32LE(req.flags >>> 0, off);
   off = buf.writeUInt32LE(req.uid >>> 0, off);
   off = buf.writeUInt32LE(req.gid >>> 0, off);
@@ -161,6 +164,7 @@ function nonEmpty(r) {
 }
 
 function decodeSpawn(r, msg) {
+  msg.pid = r.u32();
   msg.flags = r.u32();
   msg.uid = r.u32();
   msg.gid = r.u32();
@@ -178,7 +182,11 @@ function decodeSpawn(r, msg) {
 }
 
 const payloadDecoders = {
-  [T.HELLO]: (r, m) => { m.version = r.u32(); },
+  [T.HELLO]: (r, m) => {
+    m.version = r.u32();
+    if (m.version === VERSION) m.parked = r.u32();
+    else r.rest();    // another version's HELLO: its version is all we read
+  },
   [T.SPAWN]: decodeSpawn,
   [T.STDIN]: (r, m) => { m.data = nonEmpty(r); },
   [T.STDIN_END]: () => {},
@@ -189,7 +197,12 @@ const payloadDecoders = {
     if (m.bytes === 0) throw new ProtocolError('zero credit');
   },
   [T.CLOSE]: (r, m) => { m.fd = fdField(r, [0, 1, 2]); },
-  [T.S_HELLO]: (r, m) => { m.version = r.u32(); m.pid = r.u32(); },
+  [T.S_HELLO]: (r, m) => {
+    m.version = r.u32();
+    m.pid = r.u32();
+    if (m.version === VERSION) m.parked = r.u32();
+    else r.rest();
+  },
   [T.SPAWNED]: (r, m) => { m.pid = r.u32(); },
   [T.SPAWN_ERROR]: (r, m) => { m.errno = r.i32(); m.syscall = r.str(); },
   [T.DATA]: (r, m) => { m.fd = fdField(r, [1, 2]); m.data = nonEmpty(r); },

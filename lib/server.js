@@ -2,15 +2,29 @@
 // its fd 3, speaks the protocol, and hands each frame to the session it
 // names, one frame per emulated libuv callback (lib/delivery.js).
 import { nodeSpawn } from './node-child-process.js';
-import { constants } from 'node:os';
+import { readSync, writeSync } from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
-import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, MAX_FRAME } from './protocol.js';
+import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION } from './protocol.js';
 import { asCallback } from './delivery.js';
 import { deliver } from './session.js';
 
-const EMPTY = Buffer.alloc(0);
-const { E2BIG } = constants.errno;
 const HANDSHAKE_TIMEOUT_MS = 5000;
+const RETRY_WRITE_MS = 1;
+const EXIT_FLUSH_MS = 200;
+const live = new Set();           // servers with a connection, flushed at exit
+
+// Frames queued in this tick still leave if the process exits now
+// (process.exit() in the same tick, say): the server handles whatever
+// reached its socket before it saw us go.
+process.once('exit', () => {
+  for (const server of live) server.flushAtExit();
+});
+
+/** The fd under a stream Node made for a child's stdio, or -1. */
+const fdOf = (stream) => {
+  const fd = stream?._handle?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : -1;
+};
 
 // The server keeps only what it needs from our environment: sanitizer and
 // debug switches. Children get their env in each SPAWN, never the server's.
@@ -59,8 +73,10 @@ export class Server {
    * a child is done with it (onRelease). In a worker thread the server
    * detaches (forks once; the process we started exits at once and is
    * reaped while the worker lives), so no zombie outlives the worker.
+   * `parked`: how many parked children to ask it to keep (0: none, every
+   * SPAWN starts its child on receipt and the pid comes back with SPAWNED).
    */
-  constructor(binary, pool) {
+  constructor(binary, pool, parked = 0) {
     this.sessions = new Map();
     this.nextId = 1;
     this.refs = 0;
@@ -76,11 +92,17 @@ export class Server {
     this.batch = [];
     this.decoder = new Decoder((msg) => this.collect(msg));
     this.flushNow = () => this.flush();
+    this.retryTimer = null;
+    this.fd = -1;                 // the socket, written with writeSync
+    this.feedFd = -1;             // parked pids, read with readSync
+    this.pids = [];               // announced and not yet taken
+    this.feedBuf = null;
+    this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
 
     const args = this.detached ? ['--detach', String(process.pid)] : [String(process.pid)];
     // Inherited stdio is what 'inherit' and stdio 0-2 give the children.
     this.proc = nodeSpawn(binary, args, {
-      stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+      stdio: ['inherit', 'inherit', 'inherit', 'pipe', 'pipe'],
       env: passEnv(process.env),
     });
     this.pid = this.detached ? undefined : this.proc.pid;
@@ -102,16 +124,32 @@ export class Server {
       this.gone = true;
       return;
     }
+    this.fd = fdOf(this.socket);
+    const feed = this.proc.stdio[4];
+    // The feed is only ever read synchronously, by takePid(): libuv must
+    // not read it (net.Socket starts reading at once, and pause() does not
+    // stop a plain socket's handle). Nothing was read yet: no poll phase
+    // has run since the spawn.
+    if (feed?._handle?.readStop) {
+      feed._handle.reading = false;
+      feed._handle.readStop();
+    }
+    feed?.on('error', () => {});
+    this.feedFd = fdOf(feed);
+    if (this.feedFd === -1) this.parks = false;
     this.socket.on('data', (chunk) => this.onData(chunk));
     this.socket.on('error', (err) => this.die(err));
     this.socket.on('close', () => this.die());
     if (!this.detached) this.proc.unref();
     this.socket.unref();
+    feed?.unref();
     this.handshakeTimer = setTimeout(() => {
       this.die(new Error(`no handshake within ${HANDSHAKE_TIMEOUT_MS} ms`));
       this.proc.kill('SIGKILL');
     }, HANDSHAKE_TIMEOUT_MS).unref();
-    this.send(encodeHello());
+    live.add(this);
+    this.send(encodeHello(this.parks ? parked : 0));
+    this.flush();
   }
 
   get inFlight() {
@@ -128,32 +166,94 @@ export class Server {
     }
   }
 
+  /**
+   * Writes the queue now, synchronously: what the socket takes is in the
+   * kernel when this returns. What it does not take (the server is behind)
+   * is retried shortly; frames keep their order.
+   */
   flush() {
     this.queued = false;
-    if (this.gone || this.queue.length === 0) return;
+    if (this.gone || this.queue.length === 0 || this.retryTimer !== null) return;
     const data = this.queue.length === 1 ? this.queue[0] : Buffer.concat(this.queue);
     this.queue = [];
-    this.socket.write(data);
+    let written;
+    try {
+      written = writeSync(this.fd, data);
+    } catch (err) {
+      if (err.code !== 'EAGAIN') {
+        this.die(err);
+        return;
+      }
+      written = 0;
+    }
+    if (written === data.length) return;
+    this.queue.unshift(data.subarray(written));
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.flush();
+    }, RETRY_WRITE_MS);
   }
 
-  /** Takes `session` on: gives it an id and sends its SPAWN. */
-  submit(session) {
+  /** At process exit (and close): what is queued goes now, waiting briefly if it must. */
+  flushAtExit() {
+    const until = performance.now() + EXIT_FLUSH_MS;
+    for (;;) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+      this.flush();
+      if (this.gone || this.queue.length === 0 || performance.now() >= until) return;
+    }
+  }
+
+  /**
+   * A parked child's pid, taken for one spawn, or 0 when none is
+   * announced right now (the server parks more as pids are taken).
+   */
+  takePid() {
+    if (this.pids.length === 0 && this.parks && !this.gone) this.readFeed();
+    return this.pids.length > 0 ? this.pids.pop() : 0;
+  }
+
+  readFeed() {
+    this.feedBuf ??= Buffer.allocUnsafe(4096);
+    let n;
+    try {
+      n = readSync(this.feedFd, this.feedBuf, 0, this.feedBuf.length, null);
+    } catch (err) {
+      if (err.code !== 'EAGAIN') this.parks = false;
+      return;
+    }
+    if (n === 0) {
+      this.parks = false;         // the server is gone; its socket will say so
+      return;
+    }
+    // Each pid is one 4-byte write: reads of a multiple of 4 never split one.
+    for (let off = 0; off + 4 <= n; off += 4) {
+      const pid = this.feedBuf.readUInt32LE(off);
+      if (pid === 0) this.parks = false;      // the server cannot park here
+      else this.pids.push(pid);
+    }
+  }
+
+  /**
+   * Takes `session` on: gives it an id and sends its SPAWN, for the parked
+   * child `pid` (the frame is in the kernel when this returns), or for one
+   * the server starts on receipt (pid 0: the pid comes with SPAWNED).
+   * False if the server turned out to be gone.
+   */
+  submit(session, pid = 0) {
     // After 2^32-1 spawns ids wrap: skip those still live.
     let id;
     do {
       id = this.nextId;
       this.nextId = id === 0xffffffff ? 1 : id + 1;
     } while (this.sessions.has(id));
+    this.queue.push(encodeSpawn(id, session.request, pid));
+    this.flush();
+    if (this.gone) return false;
     this.sessions.set(id, session);
-    const frame = encodeSpawn(id, session.request);
-    if (frame.length - 4 > MAX_FRAME) {
-      // Far past what execve takes (E2BIG): answer as the server would,
-      // rather than send a frame it must reject as a protocol error.
-      session.attach(this, id, EMPTY);
-      setImmediate(() => this.deliver([{ type: T.SPAWN_ERROR, id, errno: E2BIG, syscall: 'spawn' }]));
-      return;
-    }
-    session.attach(this, id, frame);
+    session.attach(this, id, pid);
+    return true;
   }
 
   /** The session is done on the wire: its id may be forgotten. */
@@ -211,6 +311,7 @@ export class Server {
       if (msg.version !== VERSION) throw new ProtocolError(`server speaks protocol ${msg.version}, not ${VERSION}`);
       this.ready = true;
       this.pid = msg.pid;
+      if (!msg.parked) this.parks = false;
       clearTimeout(this.handshakeTimer);
       this.pool.onServerReady(this);
     } else if (msg.type === T.FATAL) {
@@ -232,7 +333,11 @@ export class Server {
     if (this.dead) return;
     this.dead = true;
     this.gone = true;
+    this.parks = false;
+    this.pids = [];
+    live.delete(this);
     clearTimeout(this.handshakeTimer);
+    clearTimeout(this.retryTimer);
     this.queue = [];
     if (this.socket && !this.socket.destroyed) this.socket.destroy();
     const sessions = [...this.sessions.values()];
@@ -254,7 +359,8 @@ export class Server {
 
   /** Closes the connection; the server exits at EOF. Resolves at its exit. */
   close() {
-    this.flush();
+    this.flushAtExit();
+    live.delete(this);
     if (this.gone) return this.exited;
     this.socket.end();
     if (this.detached) return new Promise((resolve) => this.socket.once('close', resolve));

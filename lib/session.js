@@ -22,7 +22,7 @@
 import { AsyncResource } from 'node:async_hooks';
 import { constants } from 'node:os';
 import {
-  T, STDIO_PIPE, encodeSpawn, encodeCredit, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
+  T, STDIO_PIPE, encodeCredit, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
 } from './protocol.js';
 import { ChildReadable, ChildWritable } from './streams.js';
 import { signalName } from './options.js';
@@ -48,7 +48,7 @@ export class Session {
    * `child` receives the outcome (_spawned, _exited, _spawnFailed,
    * _killError); `request` is the wire request (protocol encodeSpawn);
    * `spawnArgs` what the user passed to spawn().
-   * Sends nothing: attach() does, when the pool hands it to a server.
+   * Sends nothing: the pool hands it to a server (attach()).
    */
   constructor(child, request, spawnArgs) {
     this.child = child;
@@ -83,17 +83,24 @@ export class Session {
 
   /**
    * Hands the request to a server connection (`link`: send, ref, unref,
-   * release) under `id`. Called again with a new link when the server died
-   * before answering: what the user already did (stdin, end, destroy,
-   * kill) is replayed behind the SPAWN.
+   * release) under `id`, whose SPAWN has been sent already (`frame` null)
+   * or goes now. With the pid of a parked child the child runs from here
+   * on (the pid is the caller's at once); without (pid 0) it is spawning
+   * until SPAWNED, and attach() is called again with a new link if the
+   * server dies before answering: what the user already did (stdin, end,
+   * destroy, kill) is replayed behind the SPAWN.
    */
-  attach(link, id, frame = encodeSpawn(id, this.request)) {
-    if (this.link === null && !this.leftCohort && this.cohort === null) this.cohort = joinCohort(deliver);
+  attach(link, id, pid = 0, frame = null) {
+    if (pid === 0 && this.link === null && !this.leftCohort && this.cohort === null) this.cohort = joinCohort(deliver);
     const held = this.held;
     if (held) this.setHeld(false);
     this.link = link;
     this.id = id;
-    link.send(frame);
+    if (pid !== 0) {
+      this.state = RUNNING;
+      this.pid = pid;
+    }
+    if (frame !== null) link.send(frame);
     const stdin = this.streams[0];
     if (stdin !== null && stdin._pending !== null) stdin._replay();
     if (this.stdinEnded && this.wire[0]) link.send(encodeStdinEnd(id));
@@ -140,7 +147,8 @@ export class Session {
         break;
       }
       case T.SPAWN_ERROR:
-        this.spawnFailed(msg.errno);
+        if (this.state === RUNNING) this.execFailed(msg.errno);
+        else this.spawnFailed(msg.errno);
         break;
       case T.KILL_ERROR:
         if (this.alive) this.child._killError(msg.errno);
@@ -219,6 +227,23 @@ export class Session {
     this.streams[2]?._eof(0);
     this.update();
     this.child._spawnFailed(errno);
+  }
+
+  /**
+   * A parked child could not exec (the program vanished after spawn()
+   * found it, say): it never ran. Nothing more comes for it; its pipes end.
+   */
+  execFailed(errno) {
+    this.state = FAILED;
+    for (let fd = 0; fd < 3; fd++) {
+      if (!this.wire[fd]) continue;
+      this.wire[fd] = false;
+      if (fd === 0) this.streams[0]._failed(EPIPE);
+      else this.streams[fd]._eof(0);
+    }
+    this.update();
+    this.releaseCloses();
+    this.child._spawnFailed(errno, true);
   }
 
   /**

@@ -14,6 +14,7 @@ import {
   childCreated, spawnStart, spawnOutcome, fallback, wantsSpawnErrors, spawnFailed,
 } from './observe.js';
 import { checkRuntime, delegates } from './runtime.js';
+import { checkSpawn, throwsSynchronously, spawnError } from './precheck.js';
 
 function toRequest(norm, plan, window) {
   const { options } = norm;
@@ -90,10 +91,12 @@ function superviseChild(child, options, killSignal) {
   if (signal) {
     const onAbort = () => abortChildProcess(child, killSignal, signal.reason);
     if (signal.aborted) {
-      // Node emits 'spawn' (nextTick) before this abort (the next nextTick);
-      // our 'spawn' is later, so wait for it. If the spawn fails, Node's
-      // kill() finds no process and no AbortError is emitted: same here.
-      child.once('spawn', () => process.nextTick(onAbort));
+      // As Node: the abort follows 'spawn' or the spawn's 'error' (both on
+      // an earlier nextTick); after an error kill() finds no process and
+      // no AbortError is emitted. A pid-less spawn's 'spawn' is later: wait
+      // for it.
+      if (child.pid !== undefined || child.exitCode !== null) process.nextTick(onAbort);
+      else child.once('spawn', () => process.nextTick(onAbort));
     } else {
       child.once('exit', listenAbort(signal, onAbort));
     }
@@ -113,6 +116,15 @@ function watchSpawnError(pool, child) {
   };
   child.on(errorMonitor, onError);
   child.once('spawn', () => child.off(errorMonitor, onError));
+}
+
+// Node's onSpawnNT and onErrorNT, in the child's async context.
+function spawned(child, pid) {
+  child._spawned(pid);
+}
+
+function failSpawn(session, errno) {
+  session.resource.runInAsyncScope(session.spawnFailed, session, errno);
 }
 
 /** Builds spawn() over a pool (`getPool()` is called at the first spawn). */
@@ -135,13 +147,26 @@ export function createSpawn(getPool) {
       fallback(pool, 'runtime', norm.file);
       return nodeSpawn(file, args, options);
     }
+    if (pool.acquire() === null) {
+      fallback(pool, pool.refusal(), norm.file);
+      return nodeSpawn(file, args, options);
+    }
+    const request = toRequest(norm, plan, pool.window);
+    // What Node's spawn() learns from its fork, found out here: the errors
+    // it throws are thrown, those it emits are emitted on the next tick,
+    // with no pid and no server involved.
+    const errno = checkSpawn({
+      file: request.file, argv: request.argv, env: request.env, cwd: request.cwd, uid: opts.uid, gid: opts.gid,
+    });
+    if (errno !== 0 && throwsSynchronously(errno)) throw spawnError(errno);
     const child = new ChildProcess();
-    const session = new Session(child, toRequest(norm, plan, pool.window), [file, args, options]);
+    const session = new Session(child, request, [file, args, options]);
     child._init(session, plan.length, (ms) => {
       pool.recordSpawn(ms);
       if (ms !== undefined) spawnOutcome(child);
     });
-    if (!pool.submit(session)) {
+    const pid = errno === 0 ? pool.submit(session) : 0;
+    if (pid === -1) {
       fallback(pool, pool.refusal(), norm.file);
       return nodeSpawn(file, args, options);
     }
@@ -149,6 +174,12 @@ export function createSpawn(getPool) {
     // constructor), then the spawn's trace. Only children a server serves:
     // node:child_process publishes those it spawns itself.
     childCreated(child);
+    if (errno !== 0) {
+      process.nextTick(failSpawn, session, errno);
+    } else if (pid !== 0) {
+      child.pid = pid;
+      process.nextTick(spawned, child, pid);
+    }
     spawnStart(child, norm);
     watchSpawnError(pool, child);
     superviseChild(child, opts, killSignal);

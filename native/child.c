@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "idmap.h"
 #include "loop.h"
+#include "park.h"
 #include "platform.h"
 #include "protocol.h"
 #include "spawn.h"
@@ -64,16 +65,34 @@ static void abandon(struct spawn_out *o)
 	close(o->pidfd);
 }
 
-/* Registers the pidfd and the stdout/stderr pipes. 0 or -errno. */
-static int watch_child(struct child *c, const struct spawn_out *o)
+/* Registers the pidfd (a parked child's is registered already: it is
+ * pointed at c) and the stdout/stderr pipes. 0 or -errno. */
+static int watch_child(struct child *c, const struct spawn_out *o, int parked)
 {
-	int r = loop_add(o->pidfd, LOOP_READABLE, &c->pw);
+	int r = parked ? loop_mod(o->pidfd, LOOP_READABLE, &c->pw)
+		       : loop_add(o->pidfd, LOOP_READABLE, &c->pw);
 
 	for (int i = 1; i < 3 && r == 0; i++)
 		if (o->fds[i] >= 0)
 			r = loop_add(o->fds[i], LOOP_READABLE | LOOP_HANGUP | LOOP_EDGE,
 				     &c->out[i - 1].w);
 	return r;
+}
+
+/* A SPAWN for a parked child that died before it came (killed by someone):
+ * answered as a child killed at once, its pipes empty. */
+static void answer_gone(const struct sp_msg *m)
+{
+	struct sp_msg end = { .type = SP_END, .id = m->id };
+	struct sp_msg ex = { .type = SP_EXIT, .id = m->id, .code = -1, .sig = SIGKILL };
+
+	for (uint8_t fd = 1; fd < 3; fd++) {
+		if (m->stdio[fd] != SP_IO_PIPE)
+			continue;
+		end.fd = fd;
+		conn_send(&end);
+	}
+	conn_send(&ex);
 }
 
 static void child_spawn(const struct sp_msg *m)
@@ -92,8 +111,18 @@ static void child_spawn(const struct sp_msg *m)
 		spawn_error(m->id, ENOMEM, "malloc");
 		return;
 	}
-	r = spawn_start(m, &o, &syscall);
-	if (r == 0 && (r = watch_child(c, &o)) < 0) {
+	c->exec_err = 0;
+	if (m->pid)
+		r = park_claim(m, &c->exec_err, &o, &syscall);
+	else
+		r = spawn_start(m, &o, &syscall);
+	if (r == -ESRCH && m->pid && !syscall) {
+		c->next = free_list;
+		free_list = c;
+		answer_gone(m);
+		return;
+	}
+	if (r == 0 && (r = watch_child(c, &o, m->pid != 0)) < 0) {
 		abandon(&o);
 		syscall = "epoll_ctl";
 	}
@@ -113,6 +142,8 @@ static void child_spawn(const struct sp_msg *m)
 	stream_start(&c->out[0], c, 1, o.fds[1], m->window);
 	stream_start(&c->out[1], c, 2, o.fds[2], m->window);
 	idmap_put(c->id, c);
+	if (m->pid)
+		return;         /* the client has the pid already */
 	ok.pid = (uint32_t)o.pid;
 	conn_send(&ok);
 }
@@ -143,11 +174,13 @@ void child_dispatch(const struct sp_msg *m)
 
 	if (m->type == SP_SPAWN) {
 		child_spawn(m);
-		/* The answer leaves now, not at the end of the batch: a server
-		 * killed mid-batch has then reported every child it started,
-		 * and the client, which retries unanswered SPAWNs on another
-		 * server, never runs a program twice. */
-		conn_flush();
+		/* Without a parked child the answer leaves now, not at the end
+		 * of the batch: a server killed mid-batch has then reported
+		 * every child it started, and the client, which retries
+		 * unanswered pid-less SPAWNs on another server, never runs a
+		 * program twice. */
+		if (!m->pid)
+			conn_flush();
 		return;
 	}
 	/* Unknown ids are late frames racing with the child's end: ignored,
@@ -203,6 +236,26 @@ static void child_reap(struct child *c)
 	close(c->pidfd);
 	c->pidfd = -1;
 	stdin_reaped(c);        /* as Node destroys child.stdin at exit */
+	if (c->exec_err) {
+		/* A parked child that could not exec: it never ran. Nothing
+		 * follows SPAWN_ERROR, so its pipes close unannounced. */
+		int open = 0;
+
+		spawn_error(c->id, c->exec_err, "spawn");
+		c->exec_err = 0;
+		for (int i = 0; i < 2; i++) {
+			if (c->out[i].fd < 0)
+				continue;
+			open = 1;       /* the last one closed forgets c */
+			if (c->out[i].dropping)
+				c->out[i].drop_at = 0;
+			else
+				stream_close(&c->out[i]);
+		}
+		if (!open)
+			child_maybe_forget(c);
+		return;
+	}
 	exit_status(&si, &m.code, &m.sig);
 	conn_send(&m);
 	for (int i = 0; i < 2; i++)
@@ -223,6 +276,7 @@ void child_on_event(void *ptr, uint32_t events)
 	case W_PIDFD: child_reap(OWNER(w, pw)); break;
 	case W_STDIN: stdin_on_event(OWNER(w, iw)); break;
 	case W_OUT: stream_on_event((struct stream *)(void *)w, events); break;
+	case W_PARK: case W_PARK_WAKE: park_on_event(w); break;
 	default: break;
 	}
 }

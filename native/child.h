@@ -9,7 +9,7 @@
 struct sp_msg;
 
 /* What a loop registration points at (first member of its owner). */
-enum watch_kind { W_PIDFD = 1, W_STDIN, W_OUT };
+enum watch_kind { W_PIDFD = 1, W_STDIN, W_OUT, W_PARK, W_PARK_WAKE };
 struct watch {
 	uint8_t kind;
 };
@@ -40,6 +40,7 @@ struct child {
 	pid_t pid;
 	int pidfd;              /* -1 once reaped */
 	int in_fd;              /* server's end of stdin; -1: none or closed */
+	volatile int exec_err;  /* a parked child's failed step (errno), else 0 */
 	uint8_t in_watched;     /* in_fd is registered for LOOP_WRITABLE */
 	uint8_t in_end;         /* STDIN_END seen: shut down once the queue drains */
 	uint8_t in_shut;        /* shut down for writing; in_fd kept until reap */

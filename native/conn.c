@@ -21,6 +21,7 @@ struct buf {
 
 static int sock = -1;
 static conn_frame_fn *frame_cb;
+static conn_hello_fn *hello_cb;
 static struct buf in, out;
 static int hello_done;
 static int want_out;            /* the last write hit EAGAIN: wait for writability */
@@ -62,7 +63,7 @@ static void buf_room(struct buf *b, size_t n)
 	buf_fit(b, b->len + n > 2 * b->cap ? b->len + n : 2 * b->cap);
 }
 
-int conn_init(int fd, conn_frame_fn *on_frame)
+int conn_init(int fd, conn_frame_fn *on_frame, conn_hello_fn *on_hello)
 {
 	int fl = fcntl(fd, F_GETFL);
 
@@ -76,6 +77,7 @@ int conn_init(int fd, conn_frame_fn *on_frame)
 	out.cap = SPAWND_OUT_SOFT;
 	sock = fd;
 	frame_cb = on_frame;
+	hello_cb = on_hello;
 	registered = LOOP_READABLE;
 	return loop_add(fd, LOOP_READABLE, NULL);
 }
@@ -183,6 +185,8 @@ static void on_hello(const struct sp_msg *m)
 	struct sp_msg r = { .type = SP_S_HELLO, .version = SP_VERSION };
 
 	r.pid = (uint32_t)getpid();
+	if (m->version == SP_VERSION)
+		r.parked = hello_cb(m->parked);
 	conn_send(&r);
 	hello_done = 1;
 	if (m->version != SP_VERSION) {

@@ -10,9 +10,14 @@ struct sp_msg;
 /* Handles one request frame (any type but HELLO, which conn.c answers). */
 typedef void conn_frame_fn(const struct sp_msg *m);
 
+/* The client's HELLO asked for `parked` parked children per server: returns
+ * the number the server keeps (its S_HELLO says so). */
+typedef uint32_t conn_hello_fn(uint32_t parked);
+
 /* Takes over the socket (non-blocking, registered in the loop with a NULL
- * pointer); on_frame gets every request after the handshake. 0 or -errno. */
-int conn_init(int fd, conn_frame_fn *on_frame);
+ * pointer); on_hello answers the handshake's request, on_frame gets every
+ * request after it. 0 or -errno. */
+int conn_init(int fd, conn_frame_fn *on_frame, conn_hello_fn *on_hello);
 
 /* Room for n more output bytes; the caller fills some and conn_commit()s
  * what it used. Exits (111) if memory runs out. */

@@ -1,6 +1,7 @@
 /* spawnd: the spawn server of spawnpool.
  *
  *   spawnd [--detach] [parent-pid]     with a SOCK_STREAM socket on fd 3
+ *                                      (and the pid feed on fd 4, optional)
  *
  * Reads like a script: check the fds, tie our life to the parent's (and
  * detach), set the signals, prepare, then run the loop until the socket
@@ -18,12 +19,14 @@
 #include "child.h"
 #include "conn.h"
 #include "loop.h"
+#include "park.h"
 #include "protocol.h"
 #include "platform.h"
 #include "spawn.h"
 #include "stdio.h"
 
 #define SOCK_FD 3
+#define FEED_FD 4      /* optional: where parked pids are announced */
 
 int spawnd_debug;
 
@@ -159,7 +162,12 @@ static _Noreturn void run(void)
 
 	for (;;) {
 		int due = streams_drop_due();
-		int n = loop_wait(ev, SPAWND_EVENTS, streams_busy() ? 0 : due);
+		int park_due = park_refill();
+		int n;
+
+		if (park_due >= 0 && (due < 0 || park_due < due))
+			due = park_due;
+		n = loop_wait(ev, SPAWND_EVENTS, streams_busy() ? 0 : due);
 
 		if (n < 0)
 			die("epoll_wait", -n);
@@ -213,11 +221,12 @@ int main(int argc, char **argv)
 	if (detach)
 		detach_now();
 	setup_signals();
-	if ((r = loop_init()) < 0 || (r = spawn_init(&what)) < 0)
+	if ((r = loop_init()) < 0 || (r = spawn_init(&what)) < 0 ||
+	    (r = park_init(FEED_FD, &what)) < 0)
 		die(what, -r);
 	if (parent_fd >= 0 && (r = loop_add(parent_fd, LOOP_READABLE, &parent_tag)) < 0)
 		die("epoll_ctl", -r);
-	if ((r = conn_init(SOCK_FD, child_dispatch)) < 0)
+	if ((r = conn_init(SOCK_FD, child_dispatch, park_start)) < 0)
 		die("socket setup", -r);
 	if ((r = child_init()) < 0)
 		die("malloc", -r);

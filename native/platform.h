@@ -41,7 +41,8 @@ enum {
 	SPAWND_OUT_SOFT = 192 * 1024,   /* no pipe reads while this much is unsent */
 	SPAWND_OUT_HIGH = 1024 * 1024,  /* no socket reads while this much is unsent */
 	SPAWND_STDIN_MAX = 1024 * 1024, /* queued stdin per child: more is a protocol error */
-	SPAWND_STACK = 64 * 1024,       /* stack of the vfork-style child */
+	SPAWND_STACK = 64 * 1024,       /* stack of a vfork-style or parked child */
+	SPAWND_PARK_MAX = 256,          /* parked children a client may ask for */
 	SPAWND_EVENTS = 64,             /* loop events per wait */
 };
 

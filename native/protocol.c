@@ -98,6 +98,7 @@ static uint8_t rd_fd(struct rd *r, uint8_t max, uint8_t min)
 
 static void rd_spawn(struct rd *r, struct sp_msg *m)
 {
+	m->pid = rd_u32(r);
 	m->flags = rd_u32(r);
 	m->uid = rd_u32(r);
 	m->gid = rd_u32(r);
@@ -125,7 +126,15 @@ static void rd_spawn(struct rd *r, struct sp_msg *m)
 static int rd_payload(struct rd *r, struct sp_msg *m)
 {
 	switch (m->type) {
-	case SP_HELLO: m->version = rd_u32(r); break;
+	case SP_HELLO:
+		/* Another version's HELLO may be shorter or longer: the version
+		 * is read, the rest only if it is ours (the answer says). */
+		m->version = rd_u32(r);
+		if (m->version == SP_VERSION)
+			m->parked = rd_u32(r);
+		else if (!r->why)
+			r->p = r->end;
+		break;
 	case SP_SPAWN: rd_spawn(r, m); break;
 	case SP_STDIN: m->data = rd_rest(r); break;
 	case SP_STDIN_END: break;
@@ -137,7 +146,11 @@ static int rd_payload(struct rd *r, struct sp_msg *m)
 			r->why = "zero credit";
 		break;
 	case SP_CLOSE: m->fd = rd_fd(r, 2, 0); break;
-	case SP_S_HELLO: m->version = rd_u32(r); m->pid = rd_u32(r); break;
+	case SP_S_HELLO:
+		m->version = rd_u32(r);
+		m->pid = rd_u32(r);
+		m->parked = rd_u32(r);
+		break;
 	case SP_SPAWNED: m->pid = rd_u32(r); break;
 	case SP_SPAWN_ERROR: m->err = (int32_t)rd_u32(r); m->data = rd_str(r); break;
 	case SP_DATA: m->fd = rd_fd(r, 2, 1); m->data = rd_rest(r); break;
@@ -192,17 +205,18 @@ const uint8_t *sp_list_next(const uint8_t *at, struct sp_bytes *s)
 static size_t payload_size(const struct sp_msg *m)
 {
 	switch (m->type) {
-	case SP_HELLO: case SP_KILL: case SP_SPAWNED: case SP_WROTE:
-	case SP_KILL_ERROR:
+	case SP_KILL: case SP_SPAWNED: case SP_WROTE: case SP_KILL_ERROR:
 		return 4;
+	case SP_HELLO: return 8;
 	case SP_SPAWN:
-		return 16 + 3 + 4 + m->file.n + 4 + m->cwd.n + 4 +
+		return 20 + 3 + 4 + m->file.n + 4 + m->cwd.n + 4 +
 		       m->argv.raw_len + 4 + m->env.raw_len;
 	case SP_STDIN: return m->data.n;
 	case SP_STDIN_END: return 0;
 	case SP_CREDIT: case SP_END: return 5;
 	case SP_CLOSE: return 1;
-	case SP_S_HELLO: case SP_EXIT: return 8;
+	case SP_EXIT: return 8;
+	case SP_S_HELLO: return 12;
 	case SP_SPAWN_ERROR: return 8 + (size_t)m->data.n;
 	case SP_DATA: return 1 + (size_t)m->data.n;
 	case SP_FATAL: return 4 + (size_t)m->data.n;
@@ -244,6 +258,7 @@ static uint8_t *wr_list(uint8_t *p, const struct sp_list *l)
 
 static uint8_t *wr_spawn(uint8_t *p, const struct sp_msg *m)
 {
+	p = wr_u32(p, m->pid);
 	p = wr_u32(p, m->flags);
 	p = wr_u32(p, m->uid);
 	p = wr_u32(p, m->gid);
@@ -259,13 +274,13 @@ static uint8_t *wr_spawn(uint8_t *p, const struct sp_msg *m)
 static void wr_payload(uint8_t *p, const struct sp_msg *m)
 {
 	switch (m->type) {
-	case SP_HELLO: wr_u32(p, m->version); break;
+	case SP_HELLO: wr_u32(wr_u32(p, m->version), m->parked); break;
 	case SP_SPAWN: wr_spawn(p, m); break;
 	case SP_STDIN: wr_bytes(p, m->data); break;
 	case SP_KILL: wr_u32(p, m->signal); break;
 	case SP_CREDIT: *p = m->fd; wr_u32(p + 1, m->bytes); break;
 	case SP_CLOSE: *p = m->fd; break;
-	case SP_S_HELLO: wr_u32(wr_u32(p, m->version), m->pid); break;
+	case SP_S_HELLO: wr_u32(wr_u32(wr_u32(p, m->version), m->pid), m->parked); break;
 	case SP_SPAWNED: wr_u32(p, m->pid); break;
 	case SP_SPAWN_ERROR: wr_str(wr_u32(p, (uint32_t)m->err), m->data); break;
 	case SP_DATA: *p = m->fd; wr_bytes(p + 1, m->data); break;

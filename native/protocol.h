@@ -1,4 +1,4 @@
-/* Wire codec of docs/protocol.md (version 1). Pure: no I/O, no allocation.
+/* Wire codec of docs/protocol.md (version 2). Pure: no I/O, no allocation.
  * Decoding validates a whole frame and points into the caller's buffer;
  * encoding writes into caller-provided space of sp_encoded_size() bytes. */
 #ifndef SPAWND_PROTOCOL_H
@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 enum {
-	SP_VERSION = 1,
+	SP_VERSION = 2,
 	SP_HDR = 9,                    /* len + type + id */
 	SP_MAX_FRAME = 16 * 1024 * 1024,
 	SP_STDIN_WINDOW = 65536,
@@ -46,7 +46,8 @@ struct sp_list {
 struct sp_msg {
 	uint8_t type;
 	uint32_t id;
-	uint32_t version, pid;          /* HELLO, S_HELLO, SPAWNED */
+	uint32_t version, parked;       /* HELLO, S_HELLO */
+	uint32_t pid;                   /* S_HELLO, SPAWNED; SPAWN: parked child or 0 */
 	uint32_t signal;                /* KILL */
 	uint32_t bytes;                 /* CREDIT, WROTE */
 	uint8_t fd;                     /* CREDIT, CLOSE, DATA, END */

@@ -16,74 +16,74 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "path.h"
 #include "platform.h"
 #include "protocol.h"
-
-/* Everything child_main needs, prepared by the parent. */
-struct plan {
-	const char *path;       /* what to execve */
-	char **argv;            /* argv[-1] is spare, for the /bin/sh fallback */
-	char **envp;
-	const char *cwd;        /* NULL: the server's */
-	int src[3];             /* fds to put on 0, 1, 2; all >= 3 */
-	uint32_t flags, uid, gid;
-	volatile int err;       /* errno, set by the child when it fails */
-};
+#include "rawsys.h"
 
 static int devnull_r = -1, devnull_rw = -1;
 static int std_copy[3] = { -1, -1, -1 };  /* the server's fds 0-2 at start */
 static char *stack_top;
 static int reset_sigs[_NSIG];             /* not SIG_DFL in the server */
 static int n_reset;
-static char *arena;                       /* strings and pointer arrays */
-static size_t arena_cap;
-static char path_buf[PATH_MAX], path_scratch[PATH_MAX];
+static struct plan_mem vfork_mem;         /* the vfork-style child's plan */
 
 /* Kernel-sized sigaction and sigset, all zero: SIG_DFL, no flags, empty. */
 static const unsigned long k_zero[8];
 #define K_SIGSET_SIZE (_NSIG / 8)
 
-/* The vfork child: shares our memory and runs on its own stack while we
- * wait, so it makes raw system calls only (no libc state, no sanitizer
- * interceptors) and reports a failure through p->err. */
+/* The child's side of a plan, in a task that shares our memory (the
+ * vfork-style child, or a parked child woken with its plan): raw system
+ * calls only (no libc state, no errno, no sanitizer interceptors), on its
+ * own stack. Returns -errno when a step failed; the caller reports it. */
 __attribute__((noinline, no_sanitize("address", "undefined")))
-static int child_main(void *arg)
+long plan_exec(struct plan *p)
 {
-	struct plan *p = arg;
+	long r;
 	int fd;
 
 	for (int i = 0; i < n_reset; i++)
-		syscall(SYS_rt_sigaction, reset_sigs[i], k_zero, NULL, K_SIGSET_SIZE);
-	if ((p->flags & SP_F_DETACHED) && syscall(SYS_setsid) < 0)
-		goto fail;
+		RAW4(SYS_rt_sigaction, reset_sigs[i], k_zero, NULL, K_SIGSET_SIZE);
+	if ((p->flags & SP_F_DETACHED) && (r = RAW0(SYS_setsid)) < 0)
+		return r;
 	/* Sources are never 0-2 (pipes, /dev/null and the copies of our own
 	 * stdio all live higher), so no dup3 can clobber a later source:
 	 * stdio like [pipe, 2, 1] swaps correctly. */
 	for (fd = 0; fd < 3; fd++)
-		if (syscall(SYS_dup3, p->src[fd], fd, 0) < 0)
-			goto fail;
-	if (p->cwd && syscall(SYS_chdir, p->cwd) < 0)
-		goto fail;
+		if ((r = RAW3(SYS_dup3, p->src[fd], fd, 0)) < 0)
+			return r;
+	if (p->cwd && (r = RAW1(SYS_chdir, p->cwd)) < 0)
+		return r;
 	if (p->flags & (SP_F_SET_UID | SP_F_SET_GID))
-		syscall(SYS_setgroups, 0, NULL);  /* drop extra groups; EPERM if not root */
-	if ((p->flags & SP_F_SET_GID) && syscall(SYS_setgid, p->gid) < 0)
-		goto fail;
-	if ((p->flags & SP_F_SET_UID) && syscall(SYS_setuid, p->uid) < 0)
-		goto fail;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, k_zero, NULL, K_SIGSET_SIZE);
-	syscall(SYS_execve, p->path, p->argv, p->envp);
-	if (errno == ENOEXEC) {
+		RAW2(SYS_setgroups, 0, NULL);   /* drop extra groups; EPERM if not root */
+	if ((p->flags & SP_F_SET_GID) && (r = RAW1(SYS_setgid, p->gid)) < 0)
+		return r;
+	if ((p->flags & SP_F_SET_UID) && (r = RAW1(SYS_setuid, p->uid)) < 0)
+		return r;
+	/* A parked child dies with the server until now; the program does not. */
+	RAW2(SYS_prctl, PR_SET_PDEATHSIG, 0);
+	RAW4(SYS_rt_sigprocmask, SIG_SETMASK, k_zero, NULL, K_SIGSET_SIZE);
+	r = RAW3(SYS_execve, p->path, p->argv, p->envp);
+	if (r == -ENOEXEC) {
 		/* Like execvp: a file without #! runs under /bin/sh. */
 		p->argv[-1] = (char *)"/bin/sh";
 		p->argv[0] = (char *)p->path;
-		syscall(SYS_execve, "/bin/sh", p->argv - 1, p->envp);
+		r = RAW3(SYS_execve, "/bin/sh", p->argv - 1, p->envp);
 	}
-fail:
-	p->err = errno ? errno : EINVAL;
-	syscall(SYS_exit_group, 127);
+	return r < 0 ? r : -EINVAL;
+}
+
+/* The vfork-style child: reports a failure through p->err. */
+__attribute__((noinline, no_sanitize("address", "undefined")))
+static int child_main(void *arg)
+{
+	struct plan *p = arg;
+
+	p->err = (int)-plan_exec(p);
+	RAW1(SYS_exit_group, 127);
 	return 127;     /* not reached; glibc's clone would exit with it */
 }
 
@@ -135,9 +135,10 @@ static char *copy_str(char **at, struct sp_bytes b)
 	return s;
 }
 
-/* Copies the request into the arena. 0 or -ENOMEM. */
+/* Copies the request into mem's arena. 0 or -ENOMEM. */
 static int plan_build(const struct sp_msg *m, struct plan *p,
-		      const char **file, const char **path_env)
+		      struct plan_mem *mem, const char **file,
+		      const char **path_env)
 {
 	size_t nptr = 1 + m->argv.count + 1 + m->env.count + 1;
 	size_t need = nptr * sizeof(char *) + m->file.n + 1 + m->cwd.n + 1 +
@@ -146,17 +147,17 @@ static int plan_build(const struct sp_msg *m, struct plan *p,
 	struct sp_bytes s;
 	char *str;
 
-	if (need > arena_cap) {
-		free(arena);
-		if (!(arena = malloc(need))) {
-			arena_cap = 0;
+	if (need > mem->cap) {
+		free(mem->arena);
+		if (!(mem->arena = malloc(need))) {
+			mem->cap = 0;
 			return -ENOMEM;
 		}
-		arena_cap = need;
+		mem->cap = need;
 	}
-	p->argv = (char **)(void *)arena + 1;
+	p->argv = (char **)(void *)mem->arena + 1;
 	p->envp = p->argv + m->argv.count + 1;
-	str = arena + nptr * sizeof(char *);
+	str = mem->arena + nptr * sizeof(char *);
 	*file = copy_str(&str, m->file);
 	p->cwd = m->cwd.n ? copy_str(&str, m->cwd) : NULL;
 	at = m->argv.raw;
@@ -177,7 +178,7 @@ static int plan_build(const struct sp_msg *m, struct plan *p,
 	return 0;
 }
 
-static void close_all(int fds[3])
+void close_fds3(int fds[3])
 {
 	for (int i = 0; i < 3; i++) {
 		if (fds[i] >= 0)
@@ -219,8 +220,8 @@ static int open_stdio(const uint8_t mode[3], struct plan *p, int child_end[3],
 			  : std_copy[mode[i] - SP_IO_FD0];
 	}
 	if (r < 0) {
-		close_all(child_end);
-		close_all(server_end);
+		close_fds3(child_end);
+		close_fds3(server_end);
 	}
 	return r;
 }
@@ -251,36 +252,52 @@ static int start(struct plan *p, int *pidfd)
 	return -p->err;
 }
 
+void plan_mem_trim(struct plan_mem *mem)
+{
+	if (mem->cap > 1024 * 1024) {   /* a huge request: give it back */
+		free(mem->arena);
+		mem->arena = NULL;
+		mem->cap = 0;
+	}
+}
+
+int spawn_prepare(const struct sp_msg *m, struct plan *p, struct plan_mem *mem,
+		  int child_end[3], int server_end[3], const char **syscall)
+{
+	const char *file, *path_env;
+	int r;
+
+	for (int i = 0; i < 3; i++)
+		child_end[i] = server_end[i] = -1;
+	*syscall = "malloc";
+	if ((r = plan_build(m, p, mem, &file, &path_env)) < 0)
+		return r;
+	p->flags = m->flags;
+	p->uid = m->uid;
+	p->gid = m->gid;
+	*syscall = "spawn";
+	r = path_search(file, path_env, p->cwd, mem->path, mem->scratch,
+			sizeof(mem->path), &p->path);
+	if (r < 0)
+		return r;
+	return open_stdio(m->stdio, p, child_end, server_end, syscall);
+}
+
 int spawn_start(const struct sp_msg *m, struct spawn_out *o,
 		const char **syscall)
 {
 	struct plan p;
-	const char *file, *path_env;
 	int child_end[3], r;
 
-	*syscall = "malloc";
-	if ((r = plan_build(m, &p, &file, &path_env)) < 0)
-		return r;
-	p.flags = m->flags;
-	p.uid = m->uid;
-	p.gid = m->gid;
-	*syscall = "spawn";
-	r = path_search(file, path_env, p.cwd, path_buf, path_scratch,
-			sizeof(path_buf), &p.path);
+	r = spawn_prepare(m, &p, &vfork_mem, child_end, o->fds, syscall);
 	if (r < 0)
 		return r;
-	if ((r = open_stdio(m->stdio, &p, child_end, o->fds, syscall)) < 0)
-		return r;
 	r = start(&p, &o->pidfd);
-	close_all(child_end);
-	if (arena_cap > 1024 * 1024) {  /* a huge request: give it back */
-		free(arena);
-		arena = NULL;
-		arena_cap = 0;
-	}
+	close_fds3(child_end);
+	plan_mem_trim(&vfork_mem);
 	*syscall = "spawn";
 	if (r < 0) {
-		close_all(o->fds);
+		close_fds3(o->fds);
 		return r;
 	}
 	o->pid = r;

@@ -88,11 +88,12 @@ struct expect {
 static const char *const key_names[] = {
 	"type", "id", "version", "pid", "signal", "bytes", "fd", "errno",
 	"code", "data", "syscall", "message", "flags", "uid", "gid",
-	"window", "stdio", "file", "cwd", "argv", "env", "error",
+	"window", "stdio", "file", "cwd", "argv", "env", "error", "parked",
 };
 enum { K_TYPE, K_ID, K_VERSION, K_PID, K_SIGNAL, K_BYTES, K_FD, K_ERRNO,
        K_CODE, K_DATA, K_SYSCALL, K_MESSAGE, K_FLAGS, K_UID, K_GID,
-       K_WINDOW, K_STDIO, K_FILE, K_CWD, K_ARGV, K_ENV, K_ERROR, K_COUNT };
+       K_WINDOW, K_STDIO, K_FILE, K_CWD, K_ARGV, K_ENV, K_ERROR, K_PARKED,
+       K_COUNT };
 #define B(k) (1u << (k))
 
 /* The keys a message of this type must list (lists may be absent). */
@@ -101,10 +102,10 @@ static unsigned required_keys(uint8_t type)
 	unsigned base = B(K_TYPE) | B(K_ID);
 
 	switch (type) {
-	case SP_HELLO: return base | B(K_VERSION);
-	case SP_S_HELLO: return base | B(K_VERSION) | B(K_PID);
+	case SP_HELLO: return base | B(K_VERSION) | B(K_PARKED);
+	case SP_S_HELLO: return base | B(K_VERSION) | B(K_PID) | B(K_PARKED);
 	case SP_SPAWN:
-		return base | B(K_FLAGS) | B(K_UID) | B(K_GID) | B(K_WINDOW) |
+		return base | B(K_PID) | B(K_FLAGS) | B(K_UID) | B(K_GID) | B(K_WINDOW) |
 		       B(K_STDIO) | B(K_FILE) | B(K_CWD);
 	case SP_STDIN: return base | B(K_DATA);
 	case SP_STDIN_END: return base;
@@ -201,6 +202,7 @@ static int apply(struct expect *e, int key, const char *v)
 	case K_ID: m->id = (uint32_t)strtoul(v, NULL, 10); break;
 	case K_VERSION: m->version = (uint32_t)n; break;
 	case K_PID: m->pid = (uint32_t)n; break;
+	case K_PARKED: m->parked = (uint32_t)n; break;
 	case K_SIGNAL: m->signal = (uint32_t)n; m->sig = (int32_t)n; break;
 	case K_BYTES: m->bytes = (uint32_t)strtoul(v, NULL, 10); break;
 	case K_FD: m->fd = (uint8_t)n; break;
@@ -269,6 +271,7 @@ static int same_msg(const struct sp_msg *a, const struct sp_msg *b)
 	int sig_is_kill = a->type == SP_KILL;
 
 	return a->type == b->type && a->id == b->id && a->version == b->version &&
+	       a->parked == b->parked &&
 	       a->pid == b->pid && (sig_is_kill ? a->signal == b->signal : a->sig == b->sig) &&
 	       a->bytes == b->bytes && a->fd == b->fd && a->err == b->err &&
 	       a->code == b->code && same_bytes(a->data, b->data) &&

@@ -59,14 +59,14 @@ function typeCode(fields) {
 function encode(f) {
   const id = f.id;
   switch (typeCode(f)) {
-    case P.T.HELLO: return P.encodeHello(f.version);
-    case P.T.SPAWN: return P.encodeSpawn(id, { ...f, argv: f.argv ?? [], env: f.env ?? [] });
+    case P.T.HELLO: return P.encodeHello(f.parked, f.version);
+    case P.T.SPAWN: return P.encodeSpawn(id, { ...f, argv: f.argv ?? [], env: f.env ?? [] }, f.pid);
     case P.T.STDIN: return P.encodeStdin(id, f.data);
     case P.T.STDIN_END: return P.encodeStdinEnd(id);
     case P.T.KILL: return P.encodeKill(id, f.signal);
     case P.T.CREDIT: return P.encodeCredit(id, f.fd, f.bytes);
     case P.T.CLOSE: return P.encodeClose(id, f.fd);
-    case P.T.S_HELLO: return P.encodeServerHello(f.version, f.pid);
+    case P.T.S_HELLO: return P.encodeServerHello(f.version, f.pid, f.parked);
     case P.T.SPAWNED: return P.encodeSpawned(id, f.pid);
     case P.T.SPAWN_ERROR: return P.encodeSpawnError(id, f.errno, f.syscall);
     case P.T.DATA: return P.encodeData(id, f.fd, f.data);

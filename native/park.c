@@ -1,0 +1,408 @@
+/* Parked children: pids handed out before the program is known.
+ *
+ * Each parked child is a clone(CLONE_VM | CLONE_FILES) of the server on its
+ * own small stack, blocked on a futex in its slot, with every signal
+ * blocked and PR_SET_PDEATHSIG(SIGKILL): it shares our memory and our fd
+ * table (so it holds no fd of its own, and keeps no pipe of another child
+ * open), and it dies with the server. Its pid goes out on the feed socket
+ * as soon as it exists. A SPAWN naming that pid fills the slot's plan (the
+ * strings in the slot's own memory: the server keeps running while the
+ * child uses them), opens the stdio, and wakes the child, which
+ *
+ *   unshare(CLONE_FILES)   its own copy of our fd table, with its stdio
+ *   writes the eventfd     we may now close our copies of its stdio ends
+ *   plan_exec()            signals, setsid, dup3, chdir, ids, execve
+ *
+ * CLONE_CHILD_CLEARTID zeroes slot->ctid when the child leaves our memory
+ * (exec, or exit): from then on the slot's stack and strings may be reused.
+ * The child runs raw system calls only (rawsys.h: errno is ours).
+ *
+ * Slot states: FREE → PARKED → WOKEN (plan handed, our copies of its stdio
+ * ends still open) → LEAVING (ends closed; memory busy until ctid is 0) →
+ * FREE. A parked child that dies, or one killed because its SPAWN could not
+ * be set up (DISCARDED), is reaped here; a woken one is reaped by child.c,
+ * which took its pidfd. */
+#include "park.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "child.h"
+#include "loop.h"
+#include "platform.h"
+#include "protocol.h"
+#include "rawsys.h"
+#include "spawn.h"
+
+#ifndef CLONE_CHILD_CLEARTID
+#define CLONE_CHILD_CLEARTID 0x00200000
+#endif
+
+enum slot_state { FREE, PARKED, WOKEN, LEAVING, DISCARDED };
+
+struct slot {
+	struct watch w;                 /* W_PARK: the pidfd while parked */
+	uint8_t state;
+	int go;                         /* futex: 0 wait, 1 plan ready, -1 exit */
+	int unshared;                   /* the child has its own fd table */
+	volatile pid_t ctid;            /* non-zero until it leaves our memory */
+	volatile int *err_out;          /* where the child reports a failure */
+	pid_t pid, server_pid;
+	int pidfd;                      /* -1 once handed to child.c or reaped */
+	int efd;
+	int child_end[3];               /* closed once the child unshared */
+	char *stack_top;
+	struct plan plan;
+	struct plan_mem mem;
+};
+
+static int feed = -1;           /* where pids are announced; -1: off */
+static int efd = -1;            /* woken children write 1 here */
+static struct watch wake_watch = { .kind = W_PARK_WAKE };
+static uint32_t target;         /* parked children wanted */
+static uint32_t n_parked;
+static struct slot **slots;
+static size_t n_slots;
+static long long retry_at;      /* ms: no clone before this after a failure */
+
+static const char parked_name[] = "spawnd:parked";
+
+static void park_settle(void);
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The parked child. Dies with the server (the check after prctl closes the
+ * race with a server that died before it); waits for its plan; unshares
+ * the fd table; tells the server; execs. */
+__attribute__((noinline, no_sanitize("address", "undefined")))
+static int park_main(void *arg)
+{
+	struct slot *s = arg;
+	const uint64_t one = 1;
+	long r;
+	int go;
+
+	RAW2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+	if (RAW0(SYS_getppid) != s->server_pid)
+		RAW1(SYS_exit_group, 0);
+	RAW2(SYS_prctl, PR_SET_NAME, parked_name);
+	while ((go = __atomic_load_n(&s->go, __ATOMIC_ACQUIRE)) == 0)
+		RAW4(SYS_futex, &s->go, FUTEX_WAIT_PRIVATE, 0, NULL);
+	if (go < 0)
+		RAW1(SYS_exit_group, 0);
+	r = RAW1(SYS_unshare, CLONE_FILES);
+	if (r == 0) {
+		__atomic_store_n(&s->unshared, 1, __ATOMIC_RELEASE);
+		RAW3(SYS_write, s->efd, &one, sizeof(one));
+		r = plan_exec(&s->plan);
+	}
+	*s->err_out = (int)-r;
+	RAW1(SYS_exit_group, 127);
+	return 127;
+}
+
+int park_init(int feed_fd, const char **what)
+{
+	int type = 0, fl;
+	socklen_t len = sizeof(type);
+
+	*what = "atexit";
+	if (atexit(park_settle) != 0)
+		return -ENOMEM;
+	*what = "eventfd";
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (efd < 0)
+		return -errno;
+	*what = "epoll_ctl";
+	if ((fl = loop_add(efd, LOOP_READABLE, &wake_watch)) < 0)
+		return fl;
+	/* No feed (started by hand, or by an older client): no parking. */
+	if (getsockopt(feed_fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+	    type != SOCK_STREAM)
+		return 0;
+	*what = "fcntl";
+	if ((fl = fcntl(feed_fd, F_GETFL)) < 0 ||
+	    fcntl(feed_fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+	    fcntl(feed_fd, F_SETFD, FD_CLOEXEC) < 0)
+		return -errno;
+	feed = feed_fd;
+	return 0;
+}
+
+uint32_t park_start(uint32_t want)
+{
+	if (!SPAWND_CAN_PARK || feed < 0)
+		return 0;
+	target = want > SPAWND_PARK_MAX ? SPAWND_PARK_MAX : want;
+	return target;
+}
+
+static struct slot *slot_new(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct slot **grown, *s;
+	char *stack;
+
+	if (!(grown = realloc(slots, (n_slots + 1) * sizeof(*slots))))
+		return NULL;
+	slots = grown;
+	if (!(s = calloc(1, sizeof(*s))))
+		return NULL;
+	stack = mmap(NULL, SPAWND_STACK + (size_t)page, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		free(s);
+		return NULL;
+	}
+	if (mprotect(stack, (size_t)page, PROT_NONE) < 0) {   /* guard page */
+		munmap(stack, SPAWND_STACK + (size_t)page);
+		free(s);
+		return NULL;
+	}
+	s->w.kind = W_PARK;
+	s->state = FREE;
+	s->pidfd = -1;
+	s->stack_top = stack + (size_t)page + SPAWND_STACK;
+	for (int i = 0; i < 3; i++)
+		s->child_end[i] = -1;
+	slots[n_slots++] = s;
+	return s;
+}
+
+static struct slot *slot_free(void)
+{
+	for (size_t i = 0; i < n_slots; i++)
+		if (slots[i]->state == FREE)
+			return slots[i];
+	return slot_new();
+}
+
+/* Writes the pid on the feed. 0, or -errno (the client stopped reading). */
+static int announce(pid_t pid)
+{
+	uint32_t v = (uint32_t)pid;
+	ssize_t n;
+
+	do
+		n = write(feed, &v, sizeof(v));
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(v) ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* Kills a slot's child and leaves it to be reaped by park_on_event. */
+static void discard(struct slot *s)
+{
+	if (sys_pidfd_send_signal(s->pidfd, SIGKILL) < 0 && errno != ESRCH)
+		DBG("pidfd_send_signal(%d): %s", (int)s->pid, strerror(errno));
+	s->state = DISCARDED;
+}
+
+/* Clones one parked child into a free slot and announces it. 0 or -errno. */
+static int park_one(void)
+{
+	struct slot *s = slot_free();
+	sigset_t all, old;
+	int pid, err, r;
+
+	if (!s)
+		return -ENOMEM;
+	s->go = 0;
+	s->unshared = 0;
+	s->ctid = 1;
+	s->server_pid = getpid();
+	s->efd = efd;
+	/* Every signal blocked in the child from its first instruction: it
+	 * runs on our memory, and no handler or default action but SIGKILL's
+	 * may reach it before its plan resets them. */
+	sigfillset(&all);
+	if (sigprocmask(SIG_BLOCK, &all, &old) < 0)
+		return -errno;
+	pid = clone(park_main, s->stack_top,
+		    CLONE_VM | CLONE_FILES | CLONE_PIDFD | CLONE_CHILD_CLEARTID | SIGCHLD,
+		    s, &s->pidfd, NULL, &s->ctid);
+	err = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return -err;
+	s->pid = pid;
+	s->state = PARKED;
+	n_parked++;
+	if ((r = loop_add(s->pidfd, LOOP_READABLE, &s->w)) < 0) {
+		/* Not watched: kill and reap it here, it was never announced. */
+		sys_pidfd_send_signal(s->pidfd, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		close(s->pidfd);
+		s->pidfd = -1;
+		s->state = FREE;
+		n_parked--;
+		return r;
+	}
+	DBG("parked %d (%u parked)", pid, n_parked);
+	if ((r = announce(pid)) < 0) {
+		/* The client is gone or not reading: stop parking. */
+		DBG("feed: %s", strerror(-r));
+		n_parked--;
+		discard(s);
+		target = 0;
+		return r;
+	}
+	return 0;
+}
+
+int park_claim(const struct sp_msg *m, volatile int *err_out,
+	       struct spawn_out *o, const char **call)
+{
+	struct slot *s = NULL;
+	int r;
+
+	*call = NULL;
+	for (size_t i = 0; i < n_slots && !s; i++)
+		if (slots[i]->state == PARKED && slots[i]->pid == (pid_t)m->pid)
+			s = slots[i];
+	if (!s) {
+		DBG("claim %u: no such parked child", m->pid);
+		return -ESRCH;
+	}
+	DBG("claim %d", (int)s->pid);
+	n_parked--;
+	r = spawn_prepare(m, &s->plan, &s->mem, s->child_end, o->fds, call);
+	if (r < 0) {
+		discard(s);
+		return r;
+	}
+	s->err_out = err_out;
+	*err_out = 0;
+	o->pid = s->pid;
+	o->pidfd = s->pidfd;
+	s->pidfd = -1;
+	s->state = WOKEN;
+	__atomic_store_n(&s->go, 1, __ATOMIC_RELEASE);
+	if (syscall(SYS_futex, &s->go, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) < 0)
+		DBG("futex wake: %s", strerror(errno));
+	return 0;
+}
+
+/* Closes the stdio ends woken children have copied; frees the memory of
+ * those that left it. */
+static void scan(void)
+{
+	for (size_t i = 0; i < n_slots; i++) {
+		struct slot *s = slots[i];
+		int left = __atomic_load_n(&s->ctid, __ATOMIC_ACQUIRE) == 0;
+
+		if (s->state == WOKEN &&
+		    (left || __atomic_load_n(&s->unshared, __ATOMIC_ACQUIRE))) {
+			close_fds3(s->child_end);
+			s->state = LEAVING;
+		}
+		if (s->state == LEAVING && left) {
+			plan_mem_trim(&s->mem);
+			s->state = FREE;
+		}
+	}
+}
+
+void park_on_event(void *ptr)
+{
+	struct watch *w = ptr;
+	struct slot *s;
+	siginfo_t si;
+	uint64_t n;
+	int r;
+
+	if (w->kind == W_PARK_WAKE) {
+		while (read(efd, &n, sizeof(n)) < 0 && errno == EINTR)
+			;
+		scan();
+		return;
+	}
+	s = (struct slot *)(void *)w;
+	if (s->pidfd < 0)
+		return;         /* stale: handed to child.c in this batch */
+	si.si_pid = 0;
+	do
+		r = waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r == 0 && si.si_pid == 0)
+		return;
+	DBG("parked child %d ended: code %d status %d state %d", (int)s->pid, si.si_code, si.si_status, s->state);
+	close(s->pidfd);
+	s->pidfd = -1;
+	if (s->state == PARKED)
+		n_parked--;
+	s->state = FREE;        /* exited: ctid is 0, the stack is ours */
+}
+
+int park_refill(void)
+{
+	long long now;
+	int r;
+
+	scan();
+	if (n_parked >= target)
+		return -1;
+	now = now_ms();
+	if (now < retry_at)
+		return (int)(retry_at - now);
+	while (n_parked < target) {
+		if ((r = park_one()) < 0) {
+			DBG("park: %s", strerror(-r));
+			retry_at = now + 10;
+			return target ? 10 : -1;
+		}
+	}
+	return -1;
+}
+
+/* At exit: the parked children are killed and reaped (they would die with
+ * us anyway, but as zombies of whoever adopts them). Woken ones still on
+ * our memory would die with us too (their parent-death signal is cleared
+ * just before exec): wait until each has left it, within 2 s. */
+static void park_settle(void)
+{
+	long long deadline = now_ms() + 2000;
+	siginfo_t si;
+
+	for (size_t i = 0; i < n_slots; i++) {
+		struct slot *s = slots[i];
+
+		if (s->pidfd < 0)
+			continue;
+		sys_pidfd_send_signal(s->pidfd, SIGKILL);
+		while (waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0 &&
+		       errno == EINTR)
+			;
+	}
+	for (size_t i = 0; i < n_slots; i++) {
+		struct slot *s = slots[i];
+		pid_t t;
+
+		if (s->state != WOKEN && s->state != LEAVING)
+			continue;
+		while ((t = __atomic_load_n(&s->ctid, __ATOMIC_ACQUIRE)) != 0) {
+			long long left = deadline - now_ms();
+			struct timespec ts = { 0, 10 * 1000000L };
+
+			if (left <= 0)
+				return;
+			syscall(SYS_futex, &s->ctid, FUTEX_WAIT, t, &ts, NULL, 0);
+		}
+	}
+}
