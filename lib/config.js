@@ -11,7 +11,9 @@ export const STRATEGIES = ['least-busy', 'round-robin', 'random'];
 export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
 const MAX_SERVERS = 1024;
 const MAX_MS = 0x7fffffff;
-const KNOWN = new Set(['size', 'min', 'max', 'idleTimeout', 'strategy', 'server', 'window']);
+const KNOWN = new Set(['size', 'min', 'max', 'idleTimeout', 'strategy', 'server', 'window', 'parked']);
+// Parked children per server: the server's own cap (native/platform.h SPAWND_PARK_MAX).
+export const MAX_PARKED = 256;
 
 /** CPUs this process may use, and what limited them: 'cpus' (affinity) or 'cgroup' (cpu.max). */
 export function cpuBudget() {
@@ -97,12 +99,13 @@ export function validatePoolOptions(options, prefix = 'options') {
         `is not a pool option (expected one of ${[...KNOWN].join(', ')})`);
     }
   }
-  const { size, min, max, idleTimeout, strategy, server, window } = options;
+  const { size, min, max, idleTimeout, strategy, server, window, parked } = options;
   checkInt(size, `${prefix}.size`, 1, MAX_SERVERS);
   checkInt(min, `${prefix}.min`, 0, MAX_SERVERS);
   checkInt(max, `${prefix}.max`, 1, MAX_SERVERS);
   checkInt(idleTimeout, `${prefix}.idleTimeout`, 0, MAX_MS);
   checkInt(window, `${prefix}.window`, 1, MAX_MS);
+  checkInt(parked, `${prefix}.parked`, 0, MAX_PARKED);
   if (size !== undefined && (min !== undefined || max !== undefined)) {
     throw invalidArgValue(`${prefix}.size`, size, `cannot be combined with ${prefix}.min or ${prefix}.max`);
   }
@@ -120,6 +123,7 @@ const ENV = [
   ['SPAWNPOOL_MIN', 'min', 0, MAX_SERVERS],
   ['SPAWNPOOL_MAX', 'max', 1, MAX_SERVERS],
   ['SPAWNPOOL_IDLE_TIMEOUT', 'idleTimeout', 0, MAX_MS],
+  ['SPAWNPOOL_PARKED', 'parked', 0, MAX_PARKED],
 ];
 
 /** The default pool's options from SPAWNPOOL_* variables; errors name the variable. */

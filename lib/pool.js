@@ -108,7 +108,7 @@ export class Pool {
    * forks the Node process to find out whether the binary works (the
    * handshake says so).
    */
-  acquire() {
+  acquire(pick = true) {
     if (this.closed) throw poolError('ERR_SPAWNPOOL_CLOSED', 'spawnpool: this pool is closed');
     if (this.unavailable !== null) {
       if (performance.now() < this.retryAt) return null;
@@ -118,7 +118,13 @@ export class Pool {
     }
     if (this.dynamic) this.maybeGrow();
     if (this.servers.length < this.size && performance.now() >= this.retryAt) this.start();
-    return this.servers.length === 0 ? null : this.pick();
+    if (this.servers.length === 0) return null;
+    return pick ? this.pick() : this.servers[0];
+  }
+
+  /** Whether a spawn now can be served (starts servers as needed), without choosing one. */
+  serving() {
+    return this.acquire(false) !== null;
   }
 
   /** Why acquire() just returned null, for stats().fallbacksByReason. */
@@ -200,7 +206,7 @@ export class Pool {
     // A server found gone as the SPAWN is written: the next one.
     for (let attempt = 0; server !== null && attempt <= this.max; attempt++) {
       let pid = server.takePid();
-      if (pid === 0) ({ server, pid } = this.waitForPid());
+      if (pid === 0) ({ server, pid } = this.waitForPid(server));
       if (server === null) break;
       if (this.assign(server, session, pid)) return pid;
       server = this.servers.find((s) => !s.gone) ?? null;
@@ -209,22 +215,26 @@ export class Pool {
   }
 
   /**
-   * Every server's parked children are taken (a burst, or servers still
-   * starting): the first pid any server announces, polled for at most
-   * PARK_WAIT_MS. The servers park new children as SPAWNs take them, in
-   * their own processes; this thread only reads their feeds.
+   * The chosen server has no parked child announced: a server still
+   * starting is waited for (the strategy chose it: a new server of a
+   * growing pool, say); one drained by a burst is not, the first pid any
+   * server announces is taken. Polled for at most PARK_WAIT_MS. The
+   * servers park new children as SPAWNs take them, in their own
+   * processes; this thread only reads their feeds.
    */
-  waitForPid() {
+  waitForPid(chosen) {
     const deadline = performance.now() + PARK_WAIT_MS;
+    const candidates = chosen.announced ? this.servers : [chosen];
     let waited = false;
     for (;;) {
       let parking = false;
-      for (const s of this.servers) {
+      for (const s of candidates) {
         if (s.gone || !s.parks) continue;
         parking = true;
         const pid = s.takePid();
         if (pid !== 0) return { server: s, pid };
       }
+      if (!parking && candidates !== this.servers) return this.waitForPid({ announced: true });
       if (!parking) return { server: this.servers.find((s) => !s.gone) ?? null, pid: 0 };
       if (!waited) {
         waited = true;

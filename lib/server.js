@@ -94,8 +94,10 @@ export class Server {
     this.flushNow = () => this.flush();
     this.retryTimer = null;
     this.fd = -1;                 // the socket, written with writeSync
+    this.feed = null;
     this.feedFd = -1;             // parked pids, read with readSync
     this.pids = [];               // announced and not yet taken
+    this.announced = false;       // a parked child was ever announced
     this.feedBuf = null;
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
 
@@ -125,7 +127,8 @@ export class Server {
       return;
     }
     this.fd = fdOf(this.socket);
-    const feed = this.proc.stdio[4];
+    const feed = this.proc.stdio[4] ?? null;
+    this.feed = feed;
     // The feed is only ever read synchronously, by takePid(): libuv must
     // not read it (net.Socket starts reading at once, and pause() does not
     // stop a plain socket's handle). Nothing was read yet: no poll phase
@@ -233,6 +236,7 @@ export class Server {
       if (pid === 0) this.parks = false;      // the server cannot park here
       else this.pids.push(pid);
     }
+    this.announced ||= this.pids.length > 0;
   }
 
   /**
@@ -340,6 +344,8 @@ export class Server {
     clearTimeout(this.retryTimer);
     this.queue = [];
     if (this.socket && !this.socket.destroyed) this.socket.destroy();
+    // Never read by libuv, the feed never sees its EOF: closed here.
+    if (this.feed && !this.feed.destroyed) this.feed.destroy();
     const sessions = [...this.sessions.values()];
     this.sessions.clear();
     let reported = false;
@@ -362,10 +368,16 @@ export class Server {
     this.flushAtExit();
     live.delete(this);
     if (this.gone) return this.exited;
+    this.parks = false;
+    this.pids = [];
+    this.feed?.destroy();
+    const closed = new Promise((resolve) => this.socket.once('close', resolve));
+    this.socket.ref();
     this.socket.end();
-    if (this.detached) return new Promise((resolve) => this.socket.once('close', resolve));
-    // Whoever awaits close() sees the exit: hold the loop until then.
+    if (this.detached) return closed;
+    // Whoever awaits close() sees the exit and the connection's end (and
+    // so the pool's report of it): hold the loop until then.
     this.proc.ref();
-    return this.exited;
+    return Promise.all([this.exited, closed]).then(() => {});
   }
 }

@@ -147,7 +147,7 @@ export function createSpawn(getPool) {
       fallback(pool, 'runtime', norm.file);
       return nodeSpawn(file, args, options);
     }
-    if (pool.acquire() === null) {
+    if (!pool.serving()) {
       fallback(pool, pool.refusal(), norm.file);
       return nodeSpawn(file, args, options);
     }

@@ -261,9 +261,11 @@ test('fd limit reached in the server: EMFILE errors, no crash, later spawns succ
   const kinds = {};
   for (const e of out.results) kinds[e] = (kinds[e] ?? 0) + 1;
   for (const e of Object.keys(kinds)) {
-    assert.ok(e === 'spawn,close' || /^error:E[MN]FILE,close$/.test(e), `unexpected outcome ${e} (${JSON.stringify(kinds)})`);
+    // EMFILE from the server's own fd table surfaces after 'spawn' (the pid
+    // was handed out before the server set up the pipes: docs/behaviour-differences.md).
+    assert.ok(e === 'spawn,close' || /^(spawn,)?error:E[MN]FILE,close$/.test(e), `unexpected outcome ${e} (${JSON.stringify(kinds)})`);
   }
-  assert.ok(Object.keys(kinds).some((e) => e.startsWith('error:')), `60 children under ulimit -n 64 never ran out: ${JSON.stringify(kinds)}`);
+  assert.ok(Object.keys(kinds).some((e) => e.includes('error:')), `60 children under ulimit -n 64 never ran out: ${JSON.stringify(kinds)}`);
   assert.equal(out.after, '0:still-works');
   assert.equal(out.restarts, 0, 'running out of fds must not cost a server');
   assert.equal(out.available, true);

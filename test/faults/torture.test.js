@@ -133,19 +133,26 @@ test('a pool that could not start its servers recovers by itself once it can', a
   }
 });
 
-test('spawns issued in the same tick as a server death all run, on the live server', async () => {
+test('spawns issued in the same tick as a server death: each runs, or ends as killed if its request reached the dying server; never an error', async () => {
   const pool = createPool({ size: 2 });
   await Promise.all([once(pool.spawn('true'), 'close'), once(pool.spawn('true'), 'close')]);
   const [victim] = pool.stats().servers;
   process.kill(victim.pid, 'SIGKILL');
   const results = await Promise.all(Array.from({ length: 100 }, (_, i) => {
     const child = pool.spawn('echo', [`n${i}`]);
+    assert.ok(child.pid > 0, 'a pid at return, whichever server took it');
     let out = '';
     child.stdout.on('data', (d) => { out += d; });
     child.on('error', (e) => { out += `error ${e.code}`; });
-    return new Promise((resolve) => child.on('close', (code) => resolve(`${code} ${out}`)));
+    return new Promise((resolve) => child.on('close', (code, signal) => resolve(`${code ?? signal} ${out}`)));
   }));
-  assert.deepEqual(results, Array.from({ length: 100 }, (_, i) => `0 n${i}\n`));
-  assert.ok(pool.stats().retried > 0, JSON.stringify(pool.stats()));
+  // A request written before the kernel closed the victim's socket had its
+  // pid (one of the victim's parked children) handed out already: that
+  // child ends as killed, as every child of a lost server does. Once the
+  // write fails, the spawns go to the live server.
+  const lost = results.filter((r, i) => r !== `0 n${i}\n`);
+  assert.ok(lost.every((r) => r === 'SIGKILL '), JSON.stringify(lost));
+  assert.ok(lost.length < 100, 'the live server took the rest');
+  assert.equal(pool.stats().lost, lost.length);
   await pool.close();
 });

@@ -95,17 +95,6 @@ function describeRun(run) {
  * the number of its calls spawnpool is expected to hand to Node (default 0);
  * `spawnless` names the cases that spawn nothing.
  */
-// docs/behaviour-differences.md: `pid` is undefined when spawn() returns
-// and set before 'spawn' (issue 10 will remove this). A case whose only
-// difference is that must show exactly the documented value.
-function withDocumentedPid(value) {
-  if (Array.isArray(value)) return value.map(withDocumentedPid);
-  if (value === null || typeof value !== 'object') return value;
-  const out = {};
-  for (const [k, v] of Object.entries(value)) out[k] = k === 'sync' && v === 'positive integer' ? 'undefined' : withDocumentedPid(v);
-  return out;
-}
-
 /**
  * `knownDifferences` maps a case to the open issue that will make it hold:
  * it still runs, and is reported as a TODO rather than hidden.
@@ -135,7 +124,7 @@ export async function scenarioTests(name, { fallbacks = {}, spawnless = [], know
       const reported = pooled.report?.cases[caseName];
       assert.ok(reported, `no result under spawnpool (the run ended before this case): ${describeRun(pooled)}`);
       const stack = pooled.report.stacks?.[caseName];
-      assert.deepEqual(reported, withDocumentedPid(expected), stack ? `threw under spawnpool:\n${stack}` : undefined);
+      assert.deepEqual(reported, expected, stack ? `threw under spawnpool:\n${stack}` : undefined);
       const counts = pooled.report.counts[caseName];
       if (!spawnless.includes(caseName)) assert.ok(counts.served > 0, 'no spawn of this case was served by the pool');
       assert.equal(counts.fallbacks, fallbacks[caseName] ?? 0, 'calls handed to node:child_process');

@@ -164,15 +164,18 @@ test('NODE_DEBUG=spawnpool logs pool start and why, server start/exit, fallbacks
 test('a request served by node:child_process after its server died is published once, counted as server-lost', async () => {
   const { Pool } = await import('../../lib/pool.js');
   const { createSpawn } = await import('../../lib/spawn.js');
-  const pool = new Pool({ size: 1 });
+  // A server without parked children: its SPAWNs are answered with the
+  // pid, and one never answered may go elsewhere.
+  const pool = new Pool({ size: 1, parked: 0 });
   const spawn = createSpawn(() => pool);
   assert.equal(await pool.ready(), true);
   const [server] = pool.servers;
   const seen = [];
   await listening('child_process', (msg) => seen.push(msg.process), async () => {
+    // Stopped, so that it never reads the request, then killed; no
+    // replacement can start: the request goes to node:child_process.
+    process.kill(server.pid, 'SIGSTOP');
     const child = spawn('echo', ['served anyway']);
-    // Killed before it reads the request (frames leave on the next tick),
-    // and no replacement can start: the request goes to node:child_process.
     process.kill(server.pid, 'SIGKILL');
     pool.binary = '/nonexistent/spawnd';
     let out = '';

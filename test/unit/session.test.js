@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { constants } from 'node:os';
 import { Session } from '../../lib/session.js';
 import { ChildProcess } from '../../lib/child-process.js';
-import { T, STDIO_PIPE, STDIO_IGNORE, decodeFrame } from '../../lib/protocol.js';
+import { T, STDIO_PIPE, STDIO_IGNORE, decodeFrame, encodeSpawn } from '../../lib/protocol.js';
 
 const { EPIPE, ENOENT } = constants.errno;
 
@@ -37,10 +37,13 @@ function make(stdio) {
 
 const settle = () => new Promise((r) => setTimeout(r, 5));
 
+/** A server without parked children: the SPAWN goes with attach(), the pid comes with SPAWNED. */
+const attachPidless = (session, link, id) => session.attach(link, id, 0, encodeSpawn(id, session.request));
+
 /** A running child whose stdin writes report their outcome into `results`. */
 function writer() {
   const { child, session } = make();
-  session.attach(fakeLink(), 1);
+  attachPidless(session, fakeLink(), 1);
   child.stdin.on('error', () => {});
   session.onMessage({ type: T.SPAWNED, pid: 1 });
   const results = [];
@@ -48,11 +51,11 @@ function writer() {
   return { session, results, write };
 }
 
-test('the constructor sends nothing; attach() sends the SPAWN and holds the loop until the outcome', () => {
+test('the constructor sends nothing; a pid-less attach() sends the SPAWN and holds the loop until the outcome', () => {
   const { session } = make();
   const link = fakeLink();
   assert.equal(session.state, 'spawning');
-  session.attach(link, 7);
+  attachPidless(session, link, 7);
   assert.deepEqual(link.types(), ['SPAWN']);
   assert.equal(link.frames[0].id, 7);
   assert.equal(link.refs, 1);
@@ -63,7 +66,7 @@ test('the constructor sends nothing; attach() sends the SPAWN and holds the loop
 test('spawned, output, EOFs and exit: Node events, then the id is released and the loop let go', async () => {
   const { child, session, events } = make();
   const link = fakeLink();
-  session.attach(link, 1);
+  attachPidless(session, link, 1);
   let out = '';
   child.stdout.on('data', (d) => { out += d; });
   child.stderr.resume();
@@ -83,7 +86,7 @@ test('spawned, output, EOFs and exit: Node events, then the id is released and t
 
 test('a user who replaces child.stdout does not change where output goes', async () => {
   const { child, session } = make();
-  session.attach(fakeLink(), 1);
+  attachPidless(session, fakeLink(), 1);
   const original = child.stdout;
   child.stdout = child.stdio[1] = { not: 'a stream' };
   let out = '';
@@ -117,7 +120,7 @@ test('WROTE completes a write; END fd 0 fails the next one', async () => {
 test('spawn error: Node shape, no release before the outcome, streams end, close follows', async () => {
   const { child, session, events } = make();
   const link = fakeLink();
-  session.attach(link, 9);
+  attachPidless(session, link, 9);
   session.onMessage({ type: T.SPAWN_ERROR, errno: ENOENT, syscall: 'spawn' });
   assert.equal(child.exitCode, -ENOENT);
   assert.deepEqual(link.released, [9]);
@@ -128,7 +131,7 @@ test('spawn error: Node shape, no release before the outcome, streams end, close
 
 test('a lost server ends a running child as killed by SIGKILL, without an error', async () => {
   const { child, session, events } = make();
-  session.attach(fakeLink(), 1);
+  attachPidless(session, fakeLink(), 1);
   session.onMessage({ type: T.SPAWNED, pid: 2147483646 }); // no such process: kill() finds nothing
   child.stdout.resume();
   child.stderr.resume();
@@ -140,13 +143,13 @@ test('a lost server ends a running child as killed by SIGKILL, without an error'
 test('resubmitted to another server: stdin, end, destroy and kill are replayed behind the SPAWN', () => {
   const { child, session } = make();
   const dead = fakeLink();
-  session.attach(dead, 1);
+  attachPidless(session, dead, 1);
   child.stdin.write('early');
   child.stdin.end();
   child.stderr.destroy();
   child.kill('SIGTERM');
   const live = fakeLink();
-  session.attach(live, 5);
+  attachPidless(session, live, 5);
   // (end() waits behind the unacknowledged write: no STDIN_END yet.)
   assert.deepEqual(live.types(), ['SPAWN', 'STDIN', 'CLOSE', 'KILL']);
   assert.equal(live.frames.find((f) => f.type === T.STDIN).data.toString(), 'early');
@@ -157,7 +160,7 @@ test('resubmitted to another server: stdin, end, destroy and kill are replayed b
 test('unref() lets the loop go while the process runs; an open pipe still holds it', () => {
   const { child, session } = make([STDIO_IGNORE, STDIO_PIPE, STDIO_IGNORE]);
   const link = fakeLink();
-  session.attach(link, 1);
+  attachPidless(session, link, 1);
   session.onMessage({ type: T.SPAWNED, pid: 1 });
   child.unref();
   assert.equal(link.refs, 1, 'stdout is open and ref\'d');
@@ -165,4 +168,38 @@ test('unref() lets the loop go while the process runs; an open pipe still holds 
   assert.equal(link.refs, 0);
   child.ref();
   assert.equal(link.refs, 1);
+});
+
+test('attached with a parked pid: running at once, nothing sent (the server has the SPAWN), no cohort hold', async () => {
+  const { child, session, events } = make();
+  const link = fakeLink();
+  session.attach(link, 3, 4242);
+  assert.equal(session.state, 'running');
+  assert.equal(session.pid, 4242);
+  assert.deepEqual(link.types(), []);
+  assert.equal(link.refs, 1, 'a running ref\'d child holds the loop');
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.resume();
+  session.onMessage({ type: T.DATA, fd: 1, data: Buffer.from('at once') });
+  session.onMessage({ type: T.END, fd: 1, errno: 0 });
+  session.onMessage({ type: T.END, fd: 2, errno: 0 });
+  session.onMessage({ type: T.EXIT, code: 0, signal: 0 });
+  await settle();
+  assert.equal(out, 'at once');
+  assert.deepEqual(link.released, [3]);
+  assert.deepEqual(events, [['exit', 0, null], ['close', 0, null]]);
+});
+
+test('a parked child that cannot exec: SPAWN_ERROR is its last frame, Node\'s error shape, close follows', async () => {
+  const { child, session, events } = make();
+  const link = fakeLink();
+  session.attach(link, 4, 4243);
+  session.onMessage({ type: T.SPAWN_ERROR, errno: ENOENT, syscall: 'spawn' });
+  assert.equal(child.exitCode, -ENOENT);
+  assert.deepEqual(link.released, [4]);
+  assert.equal(link.refs, 0);
+  await settle();
+  assert.deepEqual(events.map((e) => e[0]), ['error', 'close']);
+  assert.equal(events[0][1], 'ENOENT');
 });
