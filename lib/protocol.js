@@ -8,7 +8,7 @@ export const HEADER = 9;
 export const STDIN_WINDOW = 65536;
 
 export const T = Object.freeze({
-  HELLO: 0x01, SPAWN: 0x02, STDIN: 0x03, STDIN_END: 0x04, KILL: 0x05, CREDIT: 0x06, CLOSE: 0x07,
+  HELLO: 0x01, SPAWN: 0x02, STDIN: 0x03, STDIN_END: 0x04, KILL: 0x05, CREDIT: 0x06, CLOSE: 0x07, REAP: 0x08,
   S_HELLO: 0x41, SPAWNED: 0x42, SPAWN_ERROR: 0x43, DATA: 0x44, END: 0x45, WROTE: 0x46,
   EXIT: 0x47, KILL_ERROR: 0x48, FATAL: 0x4f,
 });
@@ -66,6 +66,7 @@ function strFrame(type, id, i32s, str) {
 export const encodeHello = (parked = 0, version = VERSION) => u32Frame(T.HELLO, 0, version, parked);
 export const encodeStdin = (id, data) => bytesFrame(T.STDIN, id, undefined, data);
 export const encodeStdinEnd = (id) => header(T.STDIN_END, id, 0);
+export const encodeReap = (id) => header(T.REAP, id, 0);
 export const encodeKill = (id, signal) => u32Frame(T.KILL, id, signal);
 export const encodeCredit = (id, fd, bytes) => {
   const buf = header(T.CREDIT, id, 5);
@@ -190,6 +191,7 @@ const payloadDecoders = {
   [T.SPAWN]: decodeSpawn,
   [T.STDIN]: (r, m) => { m.data = nonEmpty(r); },
   [T.STDIN_END]: () => {},
+  [T.REAP]: () => {},
   [T.KILL]: (r, m) => { m.signal = r.u32(); },
   [T.CREDIT]: (r, m) => {
     m.fd = fdField(r, [1, 2]);

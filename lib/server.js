@@ -7,6 +7,7 @@ import { isMainThread } from 'node:worker_threads';
 import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION } from './protocol.js';
 import { asCallback } from './delivery.js';
 import { deliver } from './session.js';
+import { runtime } from './runtime.js';
 
 const HANDSHAKE_TIMEOUT_MS = 5000;
 const RETRY_WRITE_MS = 1;
@@ -20,8 +21,14 @@ process.once('exit', () => {
   for (const server of live) server.flushAtExit();
 });
 
+// Node's handles expose the OS fd; Deno's `fd` is a resource id and Bun's
+// handles cannot stop reading: there, frames go through the socket stream
+// (the next tick) and pids come with 'spawn' (docs/runtimes.md).
+const DIRECT = runtime === 'node';
+
 /** The fd under a stream Node made for a child's stdio, or -1. */
 const fdOf = (stream) => {
+  if (!DIRECT) return -1;
   const fd = stream?._handle?.fd;
   return typeof fd === 'number' && fd >= 0 ? fd : -1;
 };
@@ -133,12 +140,14 @@ export class Server {
     // not read it (net.Socket starts reading at once, and pause() does not
     // stop a plain socket's handle). Nothing was read yet: no poll phase
     // has run since the spawn.
-    if (feed?._handle?.readStop) {
+    // (A runtime whose handles cannot stop reading, Bun's, gets no parked
+    // children: its pids come with 'spawn'.)
+    if (typeof feed?._handle?.readStop === 'function') {
       feed._handle.reading = false;
       feed._handle.readStop();
+      this.feedFd = fdOf(feed);
     }
     feed?.on('error', () => {});
-    this.feedFd = fdOf(feed);
     if (this.feedFd === -1) this.parks = false;
     this.socket.on('data', (chunk) => this.onData(chunk));
     this.socket.on('error', (err) => this.die(err));
@@ -179,6 +188,10 @@ export class Server {
     if (this.gone || this.queue.length === 0 || this.retryTimer !== null) return;
     const data = this.queue.length === 1 ? this.queue[0] : Buffer.concat(this.queue);
     this.queue = [];
+    if (this.fd === -1) {
+      this.socket.write(data);
+      return;
+    }
     let written;
     try {
       written = writeSync(this.fd, data);

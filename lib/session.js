@@ -22,7 +22,7 @@
 import { AsyncResource } from 'node:async_hooks';
 import { constants } from 'node:os';
 import {
-  T, STDIO_PIPE, encodeCredit, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
+  T, STDIO_PIPE, encodeCredit, encodeReap, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
 } from './protocol.js';
 import { ChildReadable, ChildWritable } from './streams.js';
 import { signalName } from './options.js';
@@ -195,6 +195,9 @@ export class Session {
   /** The child exited (or was lost with its server: code null, 'SIGKILL'). */
   exit(code, signal) {
     if (!this.alive) return;
+    // Node reaps the child just before 'exit': until this REAP the server
+    // keeps it a zombie, so that its pid names no other process.
+    this.send(encodeReap(this.id));
     this.state = EXITED;
     // The server closed stdin at reap: bytes still in flight never arrive.
     if (this.wire[0]) {

@@ -23,6 +23,8 @@
 #define OWNER(ptr, member) \
 	((struct child *)(void *)((char *)(ptr) - offsetof(struct child, member)))
 
+static void child_release_pid(struct child *c);
+
 static struct child *free_list;   /* recycled, never freed (see child.h) */
 static struct child *dead_list;   /* forgotten during this iteration */
 
@@ -139,6 +141,7 @@ static void child_spawn(const struct sp_msg *m)
 	c->pidfd = o.pidfd;
 	c->in_fd = o.fds[0];
 	c->in_watched = c->in_end = c->in_shut = 0;
+	c->exited = 0;
 	stream_start(&c->out[0], c, 1, o.fds[1], m->window);
 	stream_start(&c->out[1], c, 2, o.fds[2], m->window);
 	idmap_put(c->id, c);
@@ -152,8 +155,8 @@ static void child_kill(struct child *c, uint32_t sig)
 {
 	struct sp_msg m = { .type = SP_KILL_ERROR, .id = c->id };
 
-	if (c->pidfd < 0)
-		return;         /* reaped: the pid may belong to someone else now */
+	if (c->pidfd < 0 || c->exited)
+		return;         /* exited: as Node, nothing to signal any more */
 	if (sys_pidfd_send_signal(c->pidfd, (int)sig) == 0 || errno == ESRCH)
 		return;
 	m.err = errno;
@@ -197,6 +200,7 @@ void child_dispatch(const struct sp_msg *m)
 	case SP_KILL: child_kill(c, m->signal); break;
 	case SP_CREDIT: stream_credit(&c->out[m->fd - 1], m->bytes); break;
 	case SP_CLOSE: child_close(c, m->fd); break;
+	case SP_REAP: child_release_pid(c); break;
 	default: break;
 	}
 }
@@ -212,17 +216,43 @@ static void exit_status(const siginfo_t *si, int32_t *code, int32_t *sig)
 	}
 }
 
+/* Reaps an exited child: its pid is free from now on. */
+static void reap_now(struct child *c)
+{
+	siginfo_t si;
+
+	while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG) < 0 &&
+	       errno == EINTR)
+		;
+	close(c->pidfd);        /* also leaves the loop */
+	c->pidfd = -1;
+}
+
+/* The client's REAP: it has delivered the exit, as Node reaps just before
+ * emitting 'exit'. Until then the child stays a zombie, so its pid names
+ * no other process while the client may still signal it. */
+static void child_release_pid(struct child *c)
+{
+	if (c->pidfd < 0 || !c->exited)
+		return;
+	reap_now(c);
+	child_maybe_forget(c);
+}
+
+/* The pidfd is readable: the child exited. Its status is read without
+ * reaping it (see child_release_pid); the stdio is wound up and EXIT sent. */
 static void child_reap(struct child *c)
 {
 	struct sp_msg m = { .type = SP_EXIT, .id = c->id };
 	siginfo_t si;
 	int r;
 
-	if (c->pidfd < 0)
+	if (c->pidfd < 0 || c->exited)
 		return;
 	si.si_pid = 0;
 	do
-		r = waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG);
+		r = waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si,
+			   WEXITED | WNOHANG | WNOWAIT);
 	while (r < 0 && errno == EINTR);
 	if (r < 0) {
 		/* ECHILD cannot happen (SIGCHLD is not SIG_IGN, nobody else
@@ -233,16 +263,19 @@ static void child_reap(struct child *c)
 	} else if (si.si_pid == 0) {
 		return;         /* not exited yet (a stale event) */
 	}
-	close(c->pidfd);
-	c->pidfd = -1;
+	c->exited = 1;
+	if ((r = loop_del(c->pidfd)) < 0)
+		DBG("loop_del(pidfd): %s", strerror(-r));
 	stdin_reaped(c);        /* as Node destroys child.stdin at exit */
 	if (c->exec_err) {
-		/* A parked child that could not exec: it never ran. Nothing
-		 * follows SPAWN_ERROR, so its pipes close unannounced. */
+		/* A parked child that could not exec: it never ran, and its pid
+		 * was never the program's. Nothing follows SPAWN_ERROR, so its
+		 * pipes close unannounced, and no REAP is awaited. */
 		int open = 0;
 
 		spawn_error(c->id, c->exec_err, "spawn");
 		c->exec_err = 0;
+		reap_now(c);
 		for (int i = 0; i < 2; i++) {
 			if (c->out[i].fd < 0)
 				continue;
@@ -261,7 +294,6 @@ static void child_reap(struct child *c)
 	for (int i = 0; i < 2; i++)
 		if (c->out[i].dropping)
 			c->out[i].drop_at = 0;  /* closed, then forgotten, next round */
-	child_maybe_forget(c);
 }
 
 /* Events may be stale: an fd closed during this batch, or one closed just

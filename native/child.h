@@ -39,6 +39,7 @@ struct child {
 	uint32_t id;
 	pid_t pid;
 	int pidfd;              /* -1 once reaped */
+	uint8_t exited;         /* EXIT sent; a zombie until the client's REAP */
 	int in_fd;              /* server's end of stdin; -1: none or closed */
 	volatile int exec_err;  /* a parked child's failed step (errno), else 0 */
 	uint8_t in_watched;     /* in_fd is registered for LOOP_WRITABLE */
@@ -53,7 +54,7 @@ struct child {
 /* Allocates the id table. 0 or -errno. */
 int child_init(void);
 
-/* Handles SPAWN, STDIN, STDIN_END, KILL, CREDIT and CLOSE. */
+/* Handles SPAWN, STDIN, STDIN_END, KILL, CREDIT, CLOSE and REAP. */
 void child_dispatch(const struct sp_msg *m);
 
 /* Handles a loop event whose pointer child.c or stdio.c registered. */

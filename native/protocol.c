@@ -137,7 +137,7 @@ static int rd_payload(struct rd *r, struct sp_msg *m)
 		break;
 	case SP_SPAWN: rd_spawn(r, m); break;
 	case SP_STDIN: m->data = rd_rest(r); break;
-	case SP_STDIN_END: break;
+	case SP_STDIN_END: case SP_REAP: break;
 	case SP_KILL: m->signal = rd_u32(r); break;
 	case SP_CREDIT:
 		m->fd = rd_fd(r, 2, 1);
@@ -212,7 +212,7 @@ static size_t payload_size(const struct sp_msg *m)
 		return 20 + 3 + 4 + m->file.n + 4 + m->cwd.n + 4 +
 		       m->argv.raw_len + 4 + m->env.raw_len;
 	case SP_STDIN: return m->data.n;
-	case SP_STDIN_END: return 0;
+	case SP_STDIN_END: case SP_REAP: return 0;
 	case SP_CREDIT: case SP_END: return 5;
 	case SP_CLOSE: return 1;
 	case SP_EXIT: return 8;
@@ -324,6 +324,7 @@ const char *sp_type_name(uint8_t type)
 	case SP_KILL: return "KILL";
 	case SP_CREDIT: return "CREDIT";
 	case SP_CLOSE: return "CLOSE";
+	case SP_REAP: return "REAP";
 	case SP_SPAWNED: return "SPAWNED";
 	case SP_SPAWN_ERROR: return "SPAWN_ERROR";
 	case SP_DATA: return "DATA";

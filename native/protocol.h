@@ -18,7 +18,7 @@ enum {
 enum sp_type {
 	/* client -> server */
 	SP_HELLO = 0x01, SP_SPAWN = 0x02, SP_STDIN = 0x03, SP_STDIN_END = 0x04,
-	SP_KILL = 0x05, SP_CREDIT = 0x06, SP_CLOSE = 0x07,
+	SP_KILL = 0x05, SP_CREDIT = 0x06, SP_CLOSE = 0x07, SP_REAP = 0x08,
 	/* server -> client */
 	SP_S_HELLO = 0x41, SP_SPAWNED = 0x42, SP_SPAWN_ERROR = 0x43,
 	SP_DATA = 0x44, SP_END = 0x45, SP_WROTE = 0x46, SP_EXIT = 0x47,

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, chmodSync, readFileSync, readdirSync, openSync, closeSync, rmSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { tmpdir } from 'node:os';
+import { tmpdir, constants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import * as P from '../../lib/protocol.js';
 
@@ -31,21 +31,30 @@ function request(argv, opts = {}) {
 
 /** One server and its socket; frames are queued until a test takes them. */
 class Conn {
-  constructor({ args = [String(process.pid)], stdio = ['ignore', 'ignore', 'inherit'], hello = true, bin = BIN } = {}) {
-    this.proc = spawn(bin, args, { stdio: [...stdio, 'pipe'], env: { ...process.env } });
+  constructor({ args = [String(process.pid)], stdio = ['ignore', 'ignore', 'inherit'], hello = true, bin = BIN, parked = 0 } = {}) {
+    this.proc = spawn(bin, args, { stdio: [...stdio, 'pipe', ...(parked ? ['pipe'] : [])], env: { ...process.env } });
+    // The pid feed (fd 4): parked pids, 4 bytes each.
+    this.pids = [];
+    this.proc.stdio[4]?.on('data', (chunk) => {
+      for (let off = 0; off + 4 <= chunk.length; off += 4) this.pids.push(chunk.readUInt32LE(off));
+      this.wake?.();
+    });
     this.sock = this.proc.stdio[3];
     this.frames = [];
     this.wake = null;
     this.nextId = 1;
+    this.reap = true;
     this.exit = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({ code, signal })));
     const decoder = new P.Decoder((m) => {
+      // As the library does once it has delivered 'exit': the zombie may go.
+      if (m.type === P.T.EXIT && this.reap) this.send(P.encodeReap(m.id));
       this.frames.push(m);
       this.wake?.();
     });
     this.sock.on('data', (chunk) => decoder.push(chunk));
     this.sock.on('error', () => {});
     this.sock.on('close', () => { this.closed = true; this.wake?.(); });
-    if (hello) this.send(P.encodeHello());
+    if (hello) this.send(P.encodeHello(parked));
     conns.push(this);
   }
 
@@ -93,6 +102,26 @@ class Conn {
 
   run(argv, opts = {}) { return this.collect(this.spawn(argv, opts), opts); }
 
+  /** The next announced parked pid, waiting for one. */
+  async parkedPid(ms = 5000) {
+    const deadline = Date.now() + ms;
+    while (this.pids.length === 0) {
+      if (Date.now() > deadline) throw new Error('no parked pid announced');
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, 20);
+        this.wake = () => { clearTimeout(t); resolve(); };
+      });
+    }
+    return this.pids.shift();
+  }
+
+  /** SPAWN for the parked child `pid`. */
+  spawnParked(pid, argv, opts) {
+    const id = this.nextId++;
+    this.send(P.encodeSpawn(id, request(argv, opts), pid));
+    return id;
+  }
+
   rssKb() { return Number(readFileSync(`/proc/${this.proc.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]); }
 
   fdCount() { return readdirSync(`/proc/${this.proc.pid}/fd`).length; }
@@ -111,10 +140,11 @@ class Conn {
 const shared = new Conn();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-test('handshake: HELLO answers version 1 and the server pid', async () => {
+test('handshake: HELLO answers version 2, the server pid, and no parked children without a feed on fd 4', async () => {
   const h = await shared.frame((m) => m.type === P.T.S_HELLO);
-  assert.equal(h.version, 1);
+  assert.equal(h.version, 2);
   assert.equal(h.pid, shared.proc.pid);
+  assert.equal(h.parked, 0);
 });
 
 test('echo hi: SPAWNED, DATA, ENDs, EXIT 0', async () => {
@@ -369,6 +399,8 @@ test('1,000 sequential and 64-concurrent spawns: no zombies, no fd leaks, small 
     }
   };
   await Promise.all(Array.from({ length: 64 }, worker));
+  // Each child stays a zombie until its REAP, sent as its EXIT was read.
+  for (let waited = 0; shared.zombies().length > 0 && waited < 2000; waited += 20) await sleep(20);
   assert.deepEqual(shared.zombies(), []);
   assert.equal(shared.fdCount(), fds);
   if (!SANITIZED) assert.ok(shared.rssKb() < 2048, `RSS ${shared.rssKb()} kB`);
@@ -432,10 +464,15 @@ test('protocol errors: FATAL then exit 3; wrong version: HELLO then exit 2', asy
   // is the contract here.
   await flood.frame((m) => m.type === P.T.FATAL).catch((err) => assert.match(err.message, /socket closed/));
   assert.equal((await flood.exit).code, 3);
-  const v2 = new Conn({ hello: false });
-  v2.send(P.encodeHello(2));
-  assert.equal((await v2.frame((m) => m.type === P.T.S_HELLO)).version, 1);
-  assert.equal((await v2.exit).code, 2);
+  const v3 = new Conn({ hello: false });
+  v3.send(P.encodeHello(4, 3));
+  assert.equal((await v3.frame((m) => m.type === P.T.S_HELLO)).version, 2);
+  assert.equal((await v3.exit).code, 2);
+  // Version 1's HELLO had no parked count: still answered, with our version.
+  const v1 = new Conn({ hello: false });
+  v1.send(Buffer.from([9, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0]));
+  assert.equal((await v1.frame((m) => m.type === P.T.S_HELLO)).version, 2);
+  assert.equal((await v1.exit).code, 2);
 });
 
 test('usage: fd 3 not a socket exits 100; a dead parent pid exits at once', async () => {
@@ -525,4 +562,120 @@ test('EMFILE while making stdio: SPAWN_ERROR with syscall "socketpair"', async (
   assert.deepEqual(error, [EMFILE, 'socketpair']);
   for (const id of ids) c.send(P.encodeKill(id, 9));
   c.close();
+});
+
+// ---------------------------------------------------------- parked children
+
+const procStat = (pid) => {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return { comm: s.slice(s.indexOf('(') + 1, s.lastIndexOf(')')), state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]), session: Number(f[3]) };
+  } catch { return null; }
+};
+
+test('parked: HELLO asks for 3, S_HELLO grants 3, three pids on fd 4: children of the server, named spawnd:parked, all signals blocked', async () => {
+  const c = new Conn({ parked: 3 });
+  assert.equal((await c.frame((m) => m.type === P.T.S_HELLO)).parked, 3);
+  const pids = [await c.parkedPid(), await c.parkedPid(), await c.parkedPid()];
+  for (const pid of pids) {
+    // (It names itself when it first runs, maybe after its pid went out.)
+    for (let i = 0; i < 100 && procStat(pid)?.comm !== 'spawnd:parked'; i++) await sleep(10);
+    const st = procStat(pid);
+    assert.deepEqual([st.comm, st.ppid], ['spawnd:parked', c.proc.pid]);
+    // (SIGKILL and SIGSTOP cannot be blocked; glibc keeps 32 and 33 open.)
+    const blocked = BigInt(`0x${readFileSync(`/proc/${pid}/status`, 'utf8').match(/^SigBlk:\s*(\w+)$/m)[1]}`);
+    for (const sig of ['SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGTERM', 'SIGUSR1', 'SIGCHLD', 'SIGPIPE']) {
+      assert.ok(blocked & (1n << BigInt(constants.signals[sig] - 1)), `${sig} blocked while parked`);
+    }
+  }
+  await sleep(50);
+  assert.equal(c.pids.length, 0, 'no more than asked for');
+  c.close();
+  await c.exit;
+});
+
+test('parked: a SPAWN names a pid, the program runs as that pid (no SPAWNED), a replacement is announced, the zombie waits for REAP', async () => {
+  const c = new Conn({ parked: 1 });
+  const pid = await c.parkedPid();
+  c.reap = false;
+  const id = c.spawnParked(pid, ['sh', '-c', 'echo $$; echo err >&2']);
+  const r = await c.collect(id);
+  assert.equal(r.out.toString(), `${pid}\n`);
+  assert.equal(r.err.toString(), 'err\n');
+  assert.deepEqual(r.exit, [0, 0]);
+  assert.ok(!r.frames.some((f) => f.type === P.T.SPAWNED));
+  assert.notEqual(await c.parkedPid(), pid, 'a new parked child replaces it');
+  assert.equal(procStat(pid)?.state, 'Z', 'a zombie until REAP: the pid names no other process');
+  c.send(P.encodeReap(id));
+  for (let i = 0; i < 100 && procStat(pid) !== null; i++) await sleep(10);
+  assert.equal(procStat(pid), null);
+  c.close();
+  await c.exit;
+});
+
+test('parked: detached, cwd, uid/gid, env and stdio modes as asked; signals back at their defaults; no extra fd', async () => {
+  const c = new Conn({ parked: 2 });
+  const pid = await c.parkedPid();
+  const script = 'echo $$ $(cut -d" " -f6 /proc/self/stat) $(pwd) $(id -u) $X; grep -E "^Sig(Blk|Ign)" /proc/self/status; ls /proc/self/fd';
+  const r = await c.collect(c.spawnParked(pid, ['sh', '-c', script], {
+    flags: P.FLAG_DETACHED | P.FLAG_SET_UID | P.FLAG_SET_GID, uid: 0, gid: 0, cwd: '/tmp', env: ['X=y', `PATH=${process.env.PATH}`],
+  }));
+  const [first, ...rest] = r.out.toString().trim().split('\n');
+  assert.equal(first, `${pid} ${pid} /tmp 0 y`, 'its own session, cwd, uid, env');
+  assert.match(rest.join('\n'), /SigBlk:\s*0+\nSigIgn:\s*0+/);
+  assert.deepEqual(rest.slice(2).sort(), ['0', '1', '2', '3'], 'fds 0-2 (and ls\'s own)');
+  c.close();
+  await c.exit;
+});
+
+test('parked: a program that cannot start (bad cwd) ends with SPAWN_ERROR and nothing after; a missing program too', async () => {
+  const c = new Conn({ parked: 2 });
+  const r1 = await c.collect(c.spawnParked(await c.parkedPid(), ['true'], { cwd: '/nonexistent-spawnd' }));
+  assert.deepEqual(r1.error, [ENOENT, 'spawn']);
+  const r2 = await c.collect(c.spawnParked(await c.parkedPid(), ['spawnd-no-such-program']));
+  assert.deepEqual(r2.error, [ENOENT, 'spawn']);
+  await sleep(50);
+  assert.equal(c.frames.filter((f) => f.id === r1.id || f.id === r2.id).length, 0);
+  const ok = await c.run(['echo', 'after']);
+  assert.equal(ok.out.toString(), 'after\n');
+  c.close();
+  await c.exit;
+});
+
+test('parked: a SPAWN for a pid that is not parked (it died) ends as killed at once: END for each pipe, EXIT SIGKILL', async () => {
+  const c = new Conn({ parked: 1 });
+  const pid = await c.parkedPid();
+  process.kill(pid, 'SIGKILL');
+  for (let i = 0; i < 100 && procStat(pid)?.state !== undefined; i++) await sleep(10);
+  const r = await c.collect(c.spawnParked(pid, ['true']));
+  assert.deepEqual(r.exit, [-1, constants.signals.SIGKILL]);
+  assert.deepEqual(r.frames.map((f) => f.type), [P.T.END, P.T.END, P.T.EXIT]);
+  c.close();
+  await c.exit;
+});
+
+test('parked: the server killed, its parked children die with it; closed, they are reaped before it exits', async () => {
+  const killed = new Conn({ parked: 3 });
+  const pids = [await killed.parkedPid(), await killed.parkedPid(), await killed.parkedPid()];
+  killed.proc.kill('SIGKILL');
+  await killed.exit;
+  for (let i = 0; i < 100 && pids.some((p) => procStat(p) && procStat(p).state !== 'Z'); i++) await sleep(10);
+  assert.deepEqual(pids.filter((p) => procStat(p) && procStat(p).state !== 'Z'), []);
+  const closed = new Conn({ parked: 3 });
+  const mine = [await closed.parkedPid(), await closed.parkedPid(), await closed.parkedPid()];
+  closed.close();
+  await closed.exit;
+  assert.deepEqual(mine.filter((p) => procStat(p) !== null), [], 'no parked child left, not even a zombie');
+});
+
+test('parked: a SPAWN received just before the parent exits still runs its program', async () => {
+  const marker = join(dir, 'parked-marker');
+  const c = new Conn({ parked: 1 });
+  const pid = await c.parkedPid();
+  c.spawnParked(pid, ['sh', '-c', `sleep 0.2; echo ran > ${marker}`], { flags: P.FLAG_DETACHED, stdio: [1, 1, 1] });
+  c.close();              // EOF right behind the SPAWN: the server finishes it, then exits
+  await c.exit;
+  for (let i = 0; i < 100 && !existsSync(marker); i++) await sleep(20);
+  assert.equal(readFileSync(marker, 'utf8'), 'ran\n');
 });

@@ -63,6 +63,7 @@ function encode(f) {
     case P.T.SPAWN: return P.encodeSpawn(id, { ...f, argv: f.argv ?? [], env: f.env ?? [] }, f.pid);
     case P.T.STDIN: return P.encodeStdin(id, f.data);
     case P.T.STDIN_END: return P.encodeStdinEnd(id);
+    case P.T.REAP: return P.encodeReap(id);
     case P.T.KILL: return P.encodeKill(id, f.signal);
     case P.T.CREDIT: return P.encodeCredit(id, f.fd, f.bytes);
     case P.T.CLOSE: return P.encodeClose(id, f.fd);
