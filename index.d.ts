@@ -68,11 +68,19 @@ export interface PoolOptions {
    * @default 262144
    */
   window?: number;
+  /**
+   * Children each server keeps started ahead of need (0-256), whose pids
+   * spawn() hands out at once; plus a quarter as many (at least 1) parked as
+   * session leaders for `detached` spawns. 0: the pid comes with 'spawn'.
+   * @default $SPAWNPOOL_PARKED, else 8
+   */
+  parked?: number;
 }
 
 /** Why a call went to node:child_process; keys of `PoolStats.fallbacksByReason`. */
 export type FallbackReason =
-  | 'unservable-stdio' | 'sync-api' | 'fork' | 'server-unavailable' | 'server-start-failed' | 'server-lost' | 'runtime';
+  | 'unservable-stdio' | 'sync-api' | 'fork' | 'server-unavailable' | 'server-start-failed' | 'server-lost' | 'runtime'
+  | 'no-parked-child';
 
 export interface PoolStats {
   /** Servers the pool keeps running now (between `min` and `max`). */
@@ -103,6 +111,10 @@ export interface PoolStats {
   lost: number;
   /** Requests whose server died before answering, handed to another server. */
   retried: number;
+  /** Spawns that found every parked child taken and waited for the next one. */
+  parkedWaits: number;
+  /** Of those, spawns that waited 1 s in vain and went to node:child_process. */
+  parkedTimeouts: number;
   /** Milliseconds since the pool started its first server (0 before). */
   uptime: number;
   /** Call → 'spawn' latency over the last 1024 spawns, in milliseconds (null before any). */

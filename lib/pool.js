@@ -3,7 +3,7 @@
 import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Server } from './server.js';
-import { ProtocolError, encodeSpawn } from './protocol.js';
+import { ProtocolError, encodeSpawn, FLAG_DETACHED } from './protocol.js';
 import { NodeLink } from './node-link.js';
 import { SPAWNING } from './session.js';
 import { poolError, invalidArgType, invalidArgValue } from './errors.js';
@@ -202,11 +202,12 @@ export class Pool {
    * serve it (no server, or none announced a parked child in time).
    */
   submit(session) {
+    const detached = (session.request.flags & FLAG_DETACHED) !== 0;
     let server = this.acquire();
     // A server found gone as the SPAWN is written: the next one.
     for (let attempt = 0; server !== null && attempt <= this.max; attempt++) {
-      let pid = server.takePid();
-      if (pid === 0) ({ server, pid } = this.waitForPid(server));
+      let pid = server.takePid(detached);
+      if (pid === 0) ({ server, pid } = this.waitForPid(server, detached));
       if (server === null) break;
       if (this.assign(server, session, pid)) return pid;
       server = this.servers.find((s) => !s.gone) ?? null;
@@ -222,7 +223,7 @@ export class Pool {
    * servers park new children as SPAWNs take them, in their own
    * processes; this thread only reads their feeds.
    */
-  waitForPid(chosen) {
+  waitForPid(chosen, detached) {
     const deadline = performance.now() + PARK_WAIT_MS;
     const candidates = chosen.announced ? this.servers : [chosen];
     let waited = false;
@@ -231,10 +232,10 @@ export class Pool {
       for (const s of candidates) {
         if (s.gone || !s.parks) continue;
         parking = true;
-        const pid = s.takePid();
+        const pid = s.takePid(detached);
         if (pid !== 0) return { server: s, pid };
       }
-      if (!parking && candidates !== this.servers) return this.waitForPid({ announced: true });
+      if (!parking && candidates !== this.servers) return this.waitForPid({ announced: true }, detached);
       if (!parking) return { server: this.servers.find((s) => !s.gone) ?? null, pid: 0 };
       if (!waited) {
         waited = true;

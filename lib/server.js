@@ -12,6 +12,7 @@ import { runtime } from './runtime.js';
 const HANDSHAKE_TIMEOUT_MS = 5000;
 const RETRY_WRITE_MS = 1;
 const EXIT_FLUSH_MS = 200;
+const LEADER = 0x80000000;        // on the feed: a pid parked as a session leader
 const live = new Set();           // servers with a connection, flushed at exit
 
 // Frames queued in this tick still leave if the process exits now
@@ -104,6 +105,7 @@ export class Server {
     this.feed = null;
     this.feedFd = -1;             // parked pids, read with readSync
     this.pids = [];               // announced and not yet taken
+    this.leaders = [];            // the same, parked as session leaders (for detached spawns)
     this.announced = false;       // a parked child was ever announced
     this.feedBuf = null;
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
@@ -222,12 +224,14 @@ export class Server {
   }
 
   /**
-   * A parked child's pid, taken for one spawn, or 0 when none is
-   * announced right now (the server parks more as pids are taken).
+   * A parked child's pid, taken for one spawn (a session leader's for a
+   * detached one), or 0 when none is announced right now (the server parks
+   * more as pids are taken).
    */
-  takePid() {
-    if (this.pids.length === 0 && this.parks && !this.gone) this.readFeed();
-    return this.pids.length > 0 ? this.pids.pop() : 0;
+  takePid(detached = false) {
+    const pids = detached ? this.leaders : this.pids;
+    if (pids.length === 0 && this.parks && !this.gone) this.readFeed();
+    return pids.length > 0 ? pids.pop() : 0;
   }
 
   readFeed() {
@@ -247,9 +251,10 @@ export class Server {
     for (let off = 0; off + 4 <= n; off += 4) {
       const pid = this.feedBuf.readUInt32LE(off);
       if (pid === 0) this.parks = false;      // the server cannot park here
+      else if (pid >= LEADER) this.leaders.push(pid - LEADER);
       else this.pids.push(pid);
     }
-    this.announced ||= this.pids.length > 0;
+    this.announced ||= this.pids.length + this.leaders.length > 0;
   }
 
   /**
@@ -352,6 +357,7 @@ export class Server {
     this.gone = true;
     this.parks = false;
     this.pids = [];
+    this.leaders = [];
     live.delete(this);
     clearTimeout(this.handshakeTimer);
     clearTimeout(this.retryTimer);

@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "child.h"
+#include "conn.h"
 #include "loop.h"
 #include "platform.h"
 #include "protocol.h"
@@ -53,6 +54,7 @@ enum slot_state { FREE, PARKED, WOKEN, LEAVING, DISCARDED };
 struct slot {
 	struct watch w;                 /* W_PARK: the pidfd while parked */
 	uint8_t state;
+	uint8_t leader;                 /* parked as a session leader (setsid) */
 	int go;                         /* futex: 0 wait, 1 plan ready, -1 exit */
 	int unshared;                   /* the child has its own fd table */
 	volatile pid_t ctid;            /* non-zero until it leaves our memory */
@@ -70,7 +72,8 @@ static int feed = -1;           /* where pids are announced; -1: off */
 static int efd = -1;            /* woken children write 1 here */
 static struct watch wake_watch = { .kind = W_PARK_WAKE };
 static uint32_t target;         /* parked children wanted */
-static uint32_t n_parked;
+static uint32_t target_leaders; /* and session leaders, for detached spawns */
+static uint32_t n_parked, n_leaders;
 static struct slot **slots;
 static size_t n_slots;
 static long long retry_at;      /* ms: no clone before this after a failure */
@@ -102,6 +105,10 @@ static int park_main(void *arg)
 	if (RAW0(SYS_getppid) != s->server_pid)
 		RAW1(SYS_exit_group, 0);
 	RAW2(SYS_prctl, PR_SET_NAME, parked_name);
+	/* Detached spawns take a child that leads its own session already, so
+	 * that the group is there as soon as the client has the pid. */
+	if (s->leader && RAW0(SYS_setsid) < 0)
+		RAW1(SYS_exit_group, 0);
 	while ((go = __atomic_load_n(&s->go, __ATOMIC_ACQUIRE)) == 0)
 		RAW4(SYS_futex, &s->go, FUTEX_WAIT_PRIVATE, 0, NULL);
 	if (go < 0)
@@ -150,7 +157,13 @@ uint32_t park_start(uint32_t want)
 	if (!SPAWND_CAN_PARK || feed < 0)
 		return 0;
 	target = want > SPAWND_PARK_MAX ? SPAWND_PARK_MAX : want;
+	target_leaders = target ? (target / 4 ? target / 4 : 1) : 0;
 	return target;
+}
+
+static uint32_t *count_of(const struct slot *s)
+{
+	return s->leader ? &n_leaders : &n_parked;
 }
 
 static struct slot *slot_new(void)
@@ -193,10 +206,11 @@ static struct slot *slot_free(void)
 	return slot_new();
 }
 
-/* Writes the pid on the feed. 0, or -errno (the client stopped reading). */
-static int announce(pid_t pid)
+/* Writes the pid on the feed (a leader's with bit 31 set). 0, or -errno
+ * (the client stopped reading). */
+static int announce(pid_t pid, int leader)
 {
-	uint32_t v = (uint32_t)pid;
+	uint32_t v = (uint32_t)pid | (leader ? 0x80000000u : 0);
 	ssize_t n;
 
 	do
@@ -213,8 +227,9 @@ static void discard(struct slot *s)
 	s->state = DISCARDED;
 }
 
-/* Clones one parked child into a free slot and announces it. 0 or -errno. */
-static int park_one(void)
+/* Clones one parked child (a session leader if `leader`) into a free slot
+ * and announces it. 0 or -errno. */
+static int park_one(int leader)
 {
 	struct slot *s = slot_free();
 	sigset_t all, old;
@@ -223,6 +238,7 @@ static int park_one(void)
 	if (!s)
 		return -ENOMEM;
 	s->go = 0;
+	s->leader = (uint8_t)leader;
 	s->unshared = 0;
 	s->ctid = 1;
 	s->server_pid = getpid();
@@ -242,7 +258,7 @@ static int park_one(void)
 		return -err;
 	s->pid = pid;
 	s->state = PARKED;
-	n_parked++;
+	(*count_of(s))++;
 	if ((r = loop_add(s->pidfd, LOOP_READABLE, &s->w)) < 0) {
 		/* Not watched: kill and reap it here, it was never announced. */
 		sys_pidfd_send_signal(s->pidfd, SIGKILL);
@@ -251,16 +267,16 @@ static int park_one(void)
 		close(s->pidfd);
 		s->pidfd = -1;
 		s->state = FREE;
-		n_parked--;
+		(*count_of(s))--;
 		return r;
 	}
-	DBG("parked %d (%u parked)", pid, n_parked);
-	if ((r = announce(pid)) < 0) {
+	DBG("parked %d%s", pid, leader ? " (session leader)" : "");
+	if ((r = announce(pid, leader)) < 0) {
 		/* The client is gone or not reading: stop parking. */
 		DBG("feed: %s", strerror(-r));
-		n_parked--;
+		(*count_of(s))--;
 		discard(s);
-		target = 0;
+		target = target_leaders = 0;
 		return r;
 	}
 	return 0;
@@ -280,13 +296,17 @@ int park_claim(const struct sp_msg *m, volatile int *err_out,
 		DBG("claim %u: no such parked child", m->pid);
 		return -ESRCH;
 	}
+	if (s->leader != !!(m->flags & SP_F_DETACHED))
+		conn_fatal("SPAWN: detached spawns take session-leader pids, others not");
 	DBG("claim %d", (int)s->pid);
-	n_parked--;
+	(*count_of(s))--;
 	r = spawn_prepare(m, &s->plan, &s->mem, s->child_end, o->fds, call);
 	if (r < 0) {
 		discard(s);
 		return r;
 	}
+	if (s->leader)
+		s->plan.flags &= ~(uint32_t)SP_F_DETACHED;      /* done at park */
 	s->err_out = err_out;
 	*err_out = 0;
 	o->pid = s->pid;
@@ -346,7 +366,7 @@ void park_on_event(void *ptr)
 	close(s->pidfd);
 	s->pidfd = -1;
 	if (s->state == PARKED)
-		n_parked--;
+		(*count_of(s))--;
 	s->state = FREE;        /* exited: ctid is 0, the stack is ours */
 }
 
@@ -356,13 +376,13 @@ int park_refill(void)
 	int r;
 
 	scan();
-	if (n_parked >= target)
+	if (n_parked >= target && n_leaders >= target_leaders)
 		return -1;
 	now = now_ms();
 	if (now < retry_at)
 		return (int)(retry_at - now);
-	while (n_parked < target) {
-		if ((r = park_one()) < 0) {
+	while (n_parked < target || n_leaders < target_leaders) {
+		if ((r = park_one(n_leaders < target_leaders && (n_parked >= target || n_leaders == 0))) < 0) {
 			DBG("park: %s", strerror(-r));
 			retry_at = now + 10;
 			return target ? 10 : -1;
