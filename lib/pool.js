@@ -225,7 +225,7 @@ export class Pool {
    */
   waitForPid(chosen, detached) {
     const deadline = performance.now() + PARK_WAIT_MS;
-    const candidates = chosen.announced ? this.servers : [chosen];
+    let candidates = chosen.announced ? this.servers : [chosen];
     let waited = false;
     for (;;) {
       let parking = false;
@@ -235,7 +235,10 @@ export class Pool {
         const pid = s.takePid(detached);
         if (pid !== 0) return { server: s, pid };
       }
-      if (!parking && candidates !== this.servers) return this.waitForPid({ announced: true }, detached);
+      if (!parking && candidates !== this.servers) {
+        candidates = this.servers;     // the chosen one cannot park: any other
+        continue;
+      }
       if (!parking) return { server: this.servers.find((s) => !s.gone) ?? null, pid: 0 };
       if (!waited) {
         waited = true;
@@ -244,6 +247,9 @@ export class Pool {
       if (performance.now() >= deadline) {
         this.counters.parkedTimeouts++;
         debug('no parked child announced within %d ms: this spawn goes to node:child_process', PARK_WAIT_MS);
+        // A server that never announced one (hung at start?) is not waited
+        // for again: its spawns are pid-less until its handshake settles it.
+        for (const s of candidates) if (!s.announced) s.parks = false;
         return { server: null, pid: 0 };
       }
       sleep(PARK_POLL_MS);
