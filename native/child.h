@@ -28,6 +28,7 @@ struct stream {
 	struct stream *prev, *next;     /* ready list */
 	struct stream *drop_next;       /* dropping list */
 	long long drop_at;              /* close when quiet until then (ms) */
+	uint8_t drop_waits;             /* quiet periods passed with nothing unread */
 };
 
 /* One live child, from SPAWNED until EXIT and the END of every pipe.

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "protocol.h"
 
 #define DROP_QUIET_MS 2
+#define DROP_EMPTY_WAITS 4   /* quiet periods an empty socket waits for its writer */
 
 static struct stream *drop_head;
 
@@ -123,7 +125,11 @@ void stream_close(struct stream *s)
  * gives EPIPE and SIGPIPE instead, and we read so eagerly that the writer
  * is rarely blocked. So we stop reading and close once the writer has been
  * quiet for DROP_QUIET_MS (blocked on the full socket, or idle), or has
- * gone, or the child is reaped. */
+ * gone, or the child is reaped. A quiet writer with nothing unread may just
+ * be descheduled (a loaded machine) between two writes: it gets a few more
+ * periods to write before the close, which then resets it as Node's
+ * blocked writer is reset; a writer idle all that time gets EPIPE, as
+ * Node's idle one. */
 void stream_drop(struct stream *s)
 {
 	if (s->fd < 0 || s->dropping)
@@ -133,6 +139,7 @@ void stream_drop(struct stream *s)
 		return;
 	}
 	s->dropping = 1;
+	s->drop_waits = 0;
 	s->credit = 0;
 	s->drop_at = now_ms() + DROP_QUIET_MS;
 	ready_unlink(s);
@@ -148,6 +155,14 @@ int streams_drop_due(void)
 	long long now = now_ms(), wait = -1;
 
 	while ((s = *at)) {
+		int unread = 0;
+
+		if (s->fd >= 0 && s->dropping && s->drop_at != 0 && now >= s->drop_at &&
+		    s->c->pidfd >= 0 && !s->c->exited && s->drop_waits < DROP_EMPTY_WAITS &&
+		    ioctl(s->fd, FIONREAD, &unread) == 0 && unread == 0) {
+			s->drop_waits++;
+			s->drop_at = now + DROP_QUIET_MS;
+		}
 		if (s->fd >= 0 && s->dropping && now < s->drop_at) {
 			if (wait < 0 || s->drop_at - now < wait)
 				wait = s->drop_at - now;

@@ -35,8 +35,13 @@ class Conn {
     this.proc = spawn(bin, args, { stdio: [...stdio, 'pipe', ...(parked ? ['pipe'] : [])], env: { ...process.env } });
     // The pid feed (fd 4): parked pids, 4 bytes each.
     this.pids = [];
+    this.leaders = [];      // announced with bit 31 set: parked as session leaders
     this.proc.stdio[4]?.on('data', (chunk) => {
-      for (let off = 0; off + 4 <= chunk.length; off += 4) this.pids.push(chunk.readUInt32LE(off));
+      for (let off = 0; off + 4 <= chunk.length; off += 4) {
+        const v = chunk.readUInt32LE(off);
+        if (v >= 0x80000000) this.leaders.push(v - 0x80000000);
+        else this.pids.push(v);
+      }
       this.wake?.();
     });
     this.sock = this.proc.stdio[3];
@@ -102,17 +107,18 @@ class Conn {
 
   run(argv, opts = {}) { return this.collect(this.spawn(argv, opts), opts); }
 
-  /** The next announced parked pid, waiting for one. */
-  async parkedPid(ms = 5000) {
+  /** The next announced parked pid (a session leader's if `leader`), waiting for one. */
+  async parkedPid(ms = 5000, leader = false) {
     const deadline = Date.now() + ms;
-    while (this.pids.length === 0) {
+    const pids = leader ? this.leaders : this.pids;
+    while (pids.length === 0) {
       if (Date.now() > deadline) throw new Error('no parked pid announced');
       await new Promise((resolve) => {
         const t = setTimeout(resolve, 20);
         this.wake = () => { clearTimeout(t); resolve(); };
       });
     }
-    return this.pids.shift();
+    return pids.shift();
   }
 
   /** SPAWN for the parked child `pid`. */
@@ -574,11 +580,12 @@ const procStat = (pid) => {
   } catch { return null; }
 };
 
-test('parked: HELLO asks for 3, S_HELLO grants 3, three pids on fd 4: children of the server, named spawnd:parked, all signals blocked', async () => {
+test('parked: HELLO asks for 3, S_HELLO grants 3; three pids and one session leader\'s on fd 4: children of the server, named spawnd:parked, all signals blocked', async () => {
   const c = new Conn({ parked: 3 });
   assert.equal((await c.frame((m) => m.type === P.T.S_HELLO)).parked, 3);
   const pids = [await c.parkedPid(), await c.parkedPid(), await c.parkedPid()];
-  for (const pid of pids) {
+  const leader = await c.parkedPid(5000, true);
+  for (const pid of [...pids, leader]) {
     // (It names itself when it first runs, maybe after its pid went out.)
     for (let i = 0; i < 100 && procStat(pid)?.comm !== 'spawnd:parked'; i++) await sleep(10);
     const st = procStat(pid);
@@ -589,8 +596,10 @@ test('parked: HELLO asks for 3, S_HELLO grants 3, three pids on fd 4: children o
       assert.ok(blocked & (1n << BigInt(constants.signals[sig] - 1)), `${sig} blocked while parked`);
     }
   }
+  assert.equal(procStat(leader).session, leader, 'the leader leads its own session');
+  assert.ok(pids.every((pid) => procStat(pid).session !== pid));
   await sleep(50);
-  assert.equal(c.pids.length, 0, 'no more than asked for');
+  assert.deepEqual([c.pids.length, c.leaders.length], [0, 0], 'no more than asked for (leaders: a quarter, at least 1)');
   c.close();
   await c.exit;
 });
@@ -616,7 +625,7 @@ test('parked: a SPAWN names a pid, the program runs as that pid (no SPAWNED), a 
 
 test('parked: detached, cwd, uid/gid, env and stdio modes as asked; signals back at their defaults; no extra fd', async () => {
   const c = new Conn({ parked: 2 });
-  const pid = await c.parkedPid();
+  const pid = await c.parkedPid(5000, true);
   const script = 'echo $$ $(cut -d" " -f6 /proc/self/stat) $(pwd) $(id -u) $X; grep -E "^Sig(Blk|Ign)" /proc/self/status; ls /proc/self/fd';
   const r = await c.collect(c.spawnParked(pid, ['sh', '-c', script], {
     flags: P.FLAG_DETACHED | P.FLAG_SET_UID | P.FLAG_SET_GID, uid: 0, gid: 0, cwd: '/tmp', env: ['X=y', `PATH=${process.env.PATH}`],
@@ -672,10 +681,21 @@ test('parked: the server killed, its parked children die with it; closed, they a
 test('parked: a SPAWN received just before the parent exits still runs its program', async () => {
   const marker = join(dir, 'parked-marker');
   const c = new Conn({ parked: 1 });
-  const pid = await c.parkedPid();
+  const pid = await c.parkedPid(5000, true);
   c.spawnParked(pid, ['sh', '-c', `sleep 0.2; echo ran > ${marker}`], { flags: P.FLAG_DETACHED, stdio: [1, 1, 1] });
   c.close();              // EOF right behind the SPAWN: the server finishes it, then exits
   await c.exit;
   for (let i = 0; i < 100 && !existsSync(marker); i++) await sleep(20);
   assert.equal(readFileSync(marker, 'utf8'), 'ran\n');
+});
+
+test('parked: a detached SPAWN naming an ordinary parked pid (or the reverse) is a protocol error', async () => {
+  const c = new Conn({ parked: 1 });
+  c.spawnParked(await c.parkedPid(), ['true'], { flags: P.FLAG_DETACHED });
+  assert.match((await c.frame((m) => m.type === P.T.FATAL)).message, /session-leader/);
+  assert.equal((await c.exit).code, 3);
+  const d = new Conn({ parked: 1 });
+  d.spawnParked(await d.parkedPid(5000, true), ['true']);
+  assert.match((await d.frame((m) => m.type === P.T.FATAL)).message, /session-leader/);
+  assert.equal((await d.exit).code, 3);
 });

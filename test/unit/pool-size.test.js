@@ -59,7 +59,7 @@ const fakePool = (options) => new FakePool({ server: process.execPath, ...option
 function spawnN(pool, n) {
   const sessions = [];
   for (let i = 0; i < n; i++) {
-    const s = {};
+    const s = { request: { flags: 0 } };
     assert.ok(pool.submit(s) > 0);
     sessions.push(s);
   }
