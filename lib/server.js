@@ -11,7 +11,9 @@ import { runtime } from './runtime.js';
 
 const HANDSHAKE_TIMEOUT_MS = 5000;
 const RETRY_WRITE_MS = 1;
-const EXIT_FLUSH_MS = 200;
+const EXIT_FLUSH_MS = 1000;
+const SPAWN_WRITE_MS = 1000;      // a parked pid goes out only with its SPAWN in the kernel
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
 const LEADER = 0x80000000;        // on the feed: a pid parked as a session leader
 const live = new Set();           // servers with a connection, flushed at exit
 
@@ -108,6 +110,7 @@ export class Server {
     this.leaders = [];            // the same, parked as session leaders (for detached spawns)
     this.announced = false;       // a parked child was ever announced
     this.feedBuf = null;
+    this.feedKept = 0;            // bytes of a pid split over two reads, at the buffer's start
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
 
     const args = this.detached ? ['--detach', String(process.pid)] : [String(process.pid)];
@@ -214,12 +217,22 @@ export class Server {
 
   /** At process exit (and close): what is queued goes now, waiting briefly if it must. */
   flushAtExit() {
-    const until = performance.now() + EXIT_FLUSH_MS;
+    this.flushWithin(EXIT_FLUSH_MS);
+  }
+
+  /**
+   * Writes the whole queue, waiting for the server to take it (sleeping
+   * between tries) for at most `ms`. False if some of it is still queued.
+   */
+  flushWithin(ms) {
+    const until = performance.now() + ms;
     for (;;) {
       clearTimeout(this.retryTimer);
       this.retryTimer = null;
       this.flush();
-      if (this.gone || this.queue.length === 0 || performance.now() >= until) return;
+      if (this.gone || this.queue.length === 0) return true;
+      if (performance.now() >= until) return false;
+      Atomics.wait(sleeper, 0, 0, 0.05);
     }
   }
 
@@ -238,7 +251,7 @@ export class Server {
     this.feedBuf ??= Buffer.allocUnsafe(4096);
     let n;
     try {
-      n = readSync(this.feedFd, this.feedBuf, 0, this.feedBuf.length, null);
+      n = readSync(this.feedFd, this.feedBuf, this.feedKept, this.feedBuf.length - this.feedKept, null);
     } catch (err) {
       if (err.code !== 'EAGAIN') this.parks = false;
       return;
@@ -247,13 +260,17 @@ export class Server {
       this.parks = false;         // the server is gone; its socket will say so
       return;
     }
-    // Each pid is one 4-byte write: reads of a multiple of 4 never split one.
-    for (let off = 0; off + 4 <= n; off += 4) {
+    // A stream: a write the server could only partly make may split a pid.
+    const end = this.feedKept + n;
+    let off = 0;
+    for (; off + 4 <= end; off += 4) {
       const pid = this.feedBuf.readUInt32LE(off);
       if (pid === 0) this.parks = false;      // the server cannot park here
       else if (pid >= LEADER) this.leaders.push(pid - LEADER);
       else this.pids.push(pid);
     }
+    this.feedKept = end - off;
+    if (this.feedKept > 0) this.feedBuf.copy(this.feedBuf, 0, off, end);
     this.announced ||= this.pids.length + this.leaders.length > 0;
   }
 
@@ -271,7 +288,11 @@ export class Server {
       this.nextId = id === 0xffffffff ? 1 : id + 1;
     } while (this.sessions.has(id));
     this.queue.push(encodeSpawn(id, session.request, pid));
-    this.flush();
+    // The caller hands out the pid: its SPAWN must be in the kernel (so
+    // that the program runs even if this process exits next), waiting for
+    // a server that is behind if need be.
+    if (pid !== 0 && this.fd !== -1) this.flushWithin(SPAWN_WRITE_MS);
+    else this.flush();
     if (this.gone) return false;
     this.sessions.set(id, session);
     session.attach(this, id, pid);

@@ -97,10 +97,26 @@ static void answer_gone(const struct sp_msg *m)
 	conn_send(&ex);
 }
 
+/* Fills c for request m from o; the caller registers it (idmap_put). */
+static void child_init_from(struct child *c, const struct sp_msg *m,
+			    const struct spawn_out *o)
+{
+	c->pw.kind = W_PIDFD;
+	c->iw.kind = W_STDIN;
+	c->id = m->id;
+	c->pid = o->pid;
+	c->pidfd = o->pidfd;
+	c->in_fd = o->fds[0];
+	c->in_watched = c->in_end = c->in_shut = 0;
+	c->exited = 0;
+	stream_start(&c->out[0], c, 1, o->fds[1], m->window);
+	stream_start(&c->out[1], c, 2, o->fds[2], m->window);
+}
+
 static void child_spawn(const struct sp_msg *m)
 {
 	struct sp_msg ok = { .type = SP_SPAWNED, .id = m->id };
-	struct spawn_out o;
+	struct spawn_out o = { .fds = { -1, -1, -1 } };
 	const char *syscall = "spawn";
 	struct child *c;
 	int r;
@@ -118,14 +134,24 @@ static void child_spawn(const struct sp_msg *m)
 		r = park_claim(m, &c->exec_err, &o, &syscall);
 	else
 		r = spawn_start(m, &o, &syscall);
-	if (r == -ESRCH && m->pid && !syscall) {
-		c->next = free_list;
-		free_list = c;
+	if (m->pid && (r == -ESRCH || r == -ECHILD) && !syscall) {
+		if (r == -ECHILD) {
+			/* Died while parked: its zombie waits for REAP, as
+			 * any child's does. */
+			child_init_from(c, m, &o);
+			c->exited = 1;
+			idmap_put(c->id, c);
+		} else {
+			c->next = free_list;
+			free_list = c;
+		}
 		answer_gone(m);
 		return;
 	}
 	if (r == 0 && (r = watch_child(c, &o, m->pid != 0)) < 0) {
 		abandon(&o);
+		if (o.park)
+			park_cancel(o.park);
 		syscall = "epoll_ctl";
 	}
 	if (r < 0) {
@@ -134,19 +160,12 @@ static void child_spawn(const struct sp_msg *m)
 		spawn_error(m->id, -r, syscall);
 		return;
 	}
-	c->pw.kind = W_PIDFD;
-	c->iw.kind = W_STDIN;
-	c->id = m->id;
-	c->pid = o.pid;
-	c->pidfd = o.pidfd;
-	c->in_fd = o.fds[0];
-	c->in_watched = c->in_end = c->in_shut = 0;
-	c->exited = 0;
-	stream_start(&c->out[0], c, 1, o.fds[1], m->window);
-	stream_start(&c->out[1], c, 2, o.fds[2], m->window);
+	child_init_from(c, m, &o);
 	idmap_put(c->id, c);
-	if (m->pid)
-		return;         /* the client has the pid already */
+	if (m->pid) {
+		park_go(o.park);        /* its pipes are watched: it may run */
+		return;                 /* the client has the pid already */
+	}
 	ok.pid = (uint32_t)o.pid;
 	conn_send(&ok);
 }

@@ -89,7 +89,7 @@ static void cloexec_inherited(void)
  * the loop (not PR_SET_PDEATHSIG: that fires when the *thread* that
  * started us exits, a Node worker say, and would kill us with requests
  * already received). Returns the pidfd, or -1 if there is none to watch. */
-static int tie_to_parent(const char *arg, int detach)
+static int tie_to_parent(const char *arg, int detach, pid_t *client)
 {
 	pid_t ppid = getppid();
 	char *end;
@@ -102,6 +102,7 @@ static int tie_to_parent(const char *arg, int detach)
 			usage("parent-pid must be a number");
 		ppid = (pid_t)n;
 	}
+	*client = ppid;
 	fd = (int)syscall(SYS_pidfd_open, ppid, 0);     /* always close-on-exec */
 	if (fd < 0 && errno == ESRCH)
 		exit(SPAWND_EXIT_OK);   /* gone already: nobody to serve */
@@ -205,6 +206,7 @@ int main(int argc, char **argv)
 	const char *dbg = getenv("SPAWND_DEBUG");
 	const char *parent;
 	int detach, parent_fd, r;
+	pid_t client;
 
 	spawnd_debug = dbg && strcmp(dbg, "1") == 0;
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
@@ -217,12 +219,12 @@ int main(int argc, char **argv)
 	check_socket();
 	cloexec_inherited();
 	parent = parse_args(argc, argv, &detach);
-	parent_fd = tie_to_parent(parent, detach);
+	parent_fd = tie_to_parent(parent, detach, &client);
 	if (detach)
 		detach_now();
 	setup_signals();
 	if ((r = loop_init()) < 0 || (r = spawn_init(&what)) < 0 ||
-	    (r = park_init(FEED_FD, &what)) < 0)
+	    (r = park_init(FEED_FD, client, &what)) < 0)
 		die(what, -r);
 	if (parent_fd >= 0 && (r = loop_add(parent_fd, LOOP_READABLE, &parent_tag)) < 0)
 		die("epoll_ctl", -r);

@@ -4,11 +4,21 @@
  * own small stack, blocked on a futex in its slot, with every signal
  * blocked and PR_SET_PDEATHSIG(SIGKILL): it shares our memory and our fd
  * table (so it holds no fd of its own, and keeps no pipe of another child
- * open), and it dies with the server. Its pid goes out on the feed socket
- * as soon as it exists. A SPAWN naming that pid fills the slot's plan (the
- * strings in the slot's own memory: the server keeps running while the
- * child uses them), opens the stdio, and wakes the child, which
+ * open), and it dies with the server. It waits in a process group of its
+ * own (a session leader's, for detached spawns), so that a Ctrl-C or a
+ * kill of the application's group does not reach a program not yet
+ * started; a program not detached joins the application's group at its
+ * exec, as Node's child is in it. Once it has set itself up (named,
+ * a session leader if asked) it says so through the eventfd, and only then
+ * does its pid go out on the feed. A SPAWN naming that pid fills the slot's
+ * plan (the strings in the slot's own memory: the server keeps running
+ * while the child uses them) and opens the stdio; once the server watches
+ * the new pipes it wakes the child, which
  *
+ *   drops the signals queued while it waited (a Ctrl-C or a cgroup-wide
+ *   SIGTERM meant for the processes of that time, not for this program),
+ *   keeping those the client or the server sent (a kill right after
+ *   spawn() returned)
  *   unshare(CLONE_FILES)   its own copy of our fd table, with its stdio
  *   writes the eventfd     we may now close our copies of its stdio ends
  *   plan_exec()            signals, setsid, dup3, chdir, ids, execve
@@ -17,11 +27,13 @@
  * (exec, or exit): from then on the slot's stack and strings may be reused.
  * The child runs raw system calls only (rawsys.h: errno is ours).
  *
- * Slot states: FREE → PARKED → WOKEN (plan handed, our copies of its stdio
- * ends still open) → LEAVING (ends closed; memory busy until ctid is 0) →
- * FREE. A parked child that dies, or one killed because its SPAWN could not
- * be set up (DISCARDED), is reaped here; a woken one is reaped by child.c,
- * which took its pidfd. */
+ * Slot states: FREE → PARKED → CLAIMED (plan ready, not yet woken) → WOKEN
+ * (our copies of its stdio ends still open) → LEAVING (ends closed; memory
+ * busy until ctid is 0) → FREE. A parked child that dies is kept a zombie
+ * (DEAD) until a SPAWN names it or we exit, so that its pid, which the
+ * client may hold, names no other process; one killed because its SPAWN
+ * could not be set up (DISCARDED) is reaped here. A claimed one is reaped
+ * by child.c, which took its pidfd. */
 #include "park.h"
 
 #include <errno.h>
@@ -49,17 +61,19 @@
 #define CLONE_CHILD_CLEARTID 0x00200000
 #endif
 
-enum slot_state { FREE, PARKED, WOKEN, LEAVING, DISCARDED };
+enum slot_state { FREE, PARKED, CLAIMED, WOKEN, LEAVING, DEAD, DISCARDED };
 
 struct slot {
 	struct watch w;                 /* W_PARK: the pidfd while parked */
 	uint8_t state;
 	uint8_t leader;                 /* parked as a session leader (setsid) */
+	uint8_t announced;              /* its pid went out on the feed */
+	int ready;                      /* the child has set itself up */
 	int go;                         /* futex: 0 wait, 1 plan ready, -1 exit */
 	int unshared;                   /* the child has its own fd table */
 	volatile pid_t ctid;            /* non-zero until it leaves our memory */
 	volatile int *err_out;          /* where the child reports a failure */
-	pid_t pid, server_pid;
+	pid_t pid, server_pid, client_pid;
 	int pidfd;                      /* -1 once handed to child.c or reaped */
 	int efd;
 	int child_end[3];               /* closed once the child unshared */
@@ -69,16 +83,20 @@ struct slot {
 };
 
 static int feed = -1;           /* where pids are announced; -1: off */
-static int efd = -1;            /* woken children write 1 here */
+static int efd = -1;            /* parked and woken children write 1 here */
 static struct watch wake_watch = { .kind = W_PARK_WAKE };
+static pid_t client;            /* the client process (our parent, or --detach's) */
 static uint32_t target;         /* parked children wanted */
 static uint32_t target_leaders; /* and session leaders, for detached spawns */
 static uint32_t n_parked, n_leaders;
 static struct slot **slots;
 static size_t n_slots;
 static long long retry_at;      /* ms: no clone before this after a failure */
+static uint8_t *feed_out;       /* announcements the feed has not taken yet */
+static size_t feed_len, feed_cap;
 
 static const char parked_name[] = "spawnd:parked";
+static const uint64_t k_all_sigs = ~(uint64_t)0;
 
 static void park_settle(void);
 
@@ -90,9 +108,30 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Drops the signals queued while parked, except the client's and the
+ * server's, which are raised again once their dispositions are the
+ * defaults (still blocked: they act when plan_exec unblocks them). */
+__attribute__((noinline, no_sanitize("address", "undefined")))
+static void drop_stale_signals(const struct slot *s)
+{
+	const struct timespec zero = { 0, 0 };
+	siginfo_t info;
+	int keep[64], n = 0;
+	long sig;
+
+	while ((sig = RAW4(SYS_rt_sigtimedwait, &k_all_sigs, &info, &zero, 8)) > 0)
+		if ((info.si_pid == s->client_pid || info.si_pid == s->server_pid) && n < 64)
+			keep[n++] = (int)sig;
+	if (n == 0)
+		return;
+	plan_reset_signals();
+	for (int i = 0; i < n; i++)
+		RAW2(SYS_kill, RAW0(SYS_getpid), keep[i]);
+}
+
 /* The parked child. Dies with the server (the check after prctl closes the
- * race with a server that died before it); waits for its plan; unshares
- * the fd table; tells the server; execs. */
+ * race with a server that died before it); sets itself up and says so;
+ * waits for its plan; unshares the fd table; tells the server; execs. */
 __attribute__((noinline, no_sanitize("address", "undefined")))
 static int park_main(void *arg)
 {
@@ -107,12 +146,15 @@ static int park_main(void *arg)
 	RAW2(SYS_prctl, PR_SET_NAME, parked_name);
 	/* Detached spawns take a child that leads its own session already, so
 	 * that the group is there as soon as the client has the pid. */
-	if (s->leader && RAW0(SYS_setsid) < 0)
+	if ((s->leader ? RAW0(SYS_setsid) : RAW2(SYS_setpgid, 0, 0)) < 0)
 		RAW1(SYS_exit_group, 0);
+	__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
+	RAW3(SYS_write, s->efd, &one, sizeof(one));
 	while ((go = __atomic_load_n(&s->go, __ATOMIC_ACQUIRE)) == 0)
 		RAW4(SYS_futex, &s->go, FUTEX_WAIT_PRIVATE, 0, NULL);
 	if (go < 0)
 		RAW1(SYS_exit_group, 0);
+	drop_stale_signals(s);
 	r = RAW1(SYS_unshare, CLONE_FILES);
 	if (r == 0) {
 		__atomic_store_n(&s->unshared, 1, __ATOMIC_RELEASE);
@@ -124,11 +166,12 @@ static int park_main(void *arg)
 	return 127;
 }
 
-int park_init(int feed_fd, const char **what)
+int park_init(int feed_fd, pid_t client_pid, const char **what)
 {
 	int type = 0, fl;
 	socklen_t len = sizeof(type);
 
+	client = client_pid;
 	*what = "atexit";
 	if (atexit(park_settle) != 0)
 		return -ENOMEM;
@@ -152,10 +195,54 @@ int park_init(int feed_fd, const char **what)
 	return 0;
 }
 
+/* Queues one announcement; park_refill() writes them. */
+static void announce(uint32_t v)
+{
+	if (feed_len + 4 > feed_cap) {
+		size_t cap = feed_cap ? 2 * feed_cap : 256;
+		uint8_t *p = realloc(feed_out, cap);
+
+		if (!p)
+			return;         /* out of memory: that pid is never announced */
+		feed_out = p;
+		feed_cap = cap;
+	}
+	memcpy(feed_out + feed_len, &v, 4);     /* little-endian hosts only */
+	feed_len += 4;
+}
+
+/* Writes what the feed takes. A full feed (the client not reading) keeps
+ * the rest for later; a closed one (the client gone) stops parking. */
+static void feed_flush(void)
+{
+	ssize_t n;
+
+	while (feed_len > 0) {
+		n = write(feed, feed_out, feed_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			if (errno != EAGAIN) {
+				DBG("feed: %s", strerror(errno));
+				target = target_leaders = 0;
+				feed_len = 0;
+			}
+			return;
+		}
+		memmove(feed_out, feed_out + n, feed_len - (size_t)n);
+		feed_len -= (size_t)n;
+	}
+}
+
 uint32_t park_start(uint32_t want)
 {
-	if (!SPAWND_CAN_PARK || feed < 0)
+	if (feed < 0)
 		return 0;
+	if (!SPAWND_CAN_PARK) {
+		announce(0);    /* "this server cannot park": the client stops waiting */
+		feed_flush();
+		return 0;
+	}
 	target = want > SPAWND_PARK_MAX ? SPAWND_PARK_MAX : want;
 	target_leaders = target ? (target / 4 ? target / 4 : 1) : 0;
 	return target;
@@ -206,19 +293,6 @@ static struct slot *slot_free(void)
 	return slot_new();
 }
 
-/* Writes the pid on the feed (a leader's with bit 31 set). 0, or -errno
- * (the client stopped reading). */
-static int announce(pid_t pid, int leader)
-{
-	uint32_t v = (uint32_t)pid | (leader ? 0x80000000u : 0);
-	ssize_t n;
-
-	do
-		n = write(feed, &v, sizeof(v));
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)sizeof(v) ? 0 : n < 0 ? -errno : -EIO;
-}
-
 /* Kills a slot's child and leaves it to be reaped by park_on_event. */
 static void discard(struct slot *s)
 {
@@ -227,8 +301,8 @@ static void discard(struct slot *s)
 	s->state = DISCARDED;
 }
 
-/* Clones one parked child (a session leader if `leader`) into a free slot
- * and announces it. 0 or -errno. */
+/* Clones one parked child (a session leader if `leader`) into a free slot.
+ * It is announced once it says it is ready. 0 or -errno. */
 static int park_one(int leader)
 {
 	struct slot *s = slot_free();
@@ -239,9 +313,12 @@ static int park_one(int leader)
 		return -ENOMEM;
 	s->go = 0;
 	s->leader = (uint8_t)leader;
+	s->ready = 0;
+	s->announced = 0;
 	s->unshared = 0;
 	s->ctid = 1;
 	s->server_pid = getpid();
+	s->client_pid = client;
 	s->efd = efd;
 	/* Every signal blocked in the child from its first instruction: it
 	 * runs on our memory, and no handler or default action but SIGKILL's
@@ -271,14 +348,6 @@ static int park_one(int leader)
 		return r;
 	}
 	DBG("parked %d%s", pid, leader ? " (session leader)" : "");
-	if ((r = announce(pid, leader)) < 0) {
-		/* The client is gone or not reading: stop parking. */
-		DBG("feed: %s", strerror(-r));
-		(*count_of(s))--;
-		discard(s);
-		target = target_leaders = 0;
-		return r;
-	}
 	return 0;
 }
 
@@ -289,8 +358,10 @@ int park_claim(const struct sp_msg *m, volatile int *err_out,
 	int r;
 
 	*call = NULL;
+	o->park = NULL;
 	for (size_t i = 0; i < n_slots && !s; i++)
-		if (slots[i]->state == PARKED && slots[i]->pid == (pid_t)m->pid)
+		if ((slots[i]->state == PARKED || slots[i]->state == DEAD) &&
+		    slots[i]->announced && slots[i]->pid == (pid_t)m->pid)
 			s = slots[i];
 	if (!s) {
 		DBG("claim %u: no such parked child", m->pid);
@@ -298,6 +369,15 @@ int park_claim(const struct sp_msg *m, volatile int *err_out,
 	}
 	if (s->leader != !!(m->flags & SP_F_DETACHED))
 		conn_fatal("SPAWN: detached spawns take session-leader pids, others not");
+	if (s->state == DEAD) {
+		/* Killed while parked: its zombie goes to child.c, to be reaped
+		 * on the client's REAP once it has seen the child end. */
+		o->pid = s->pid;
+		o->pidfd = s->pidfd;
+		s->pidfd = -1;
+		s->state = FREE;
+		return -ECHILD;
+	}
 	DBG("claim %d", (int)s->pid);
 	(*count_of(s))--;
 	r = spawn_prepare(m, &s->plan, &s->mem, s->child_end, o->fds, call);
@@ -307,26 +387,51 @@ int park_claim(const struct sp_msg *m, volatile int *err_out,
 	}
 	if (s->leader)
 		s->plan.flags &= ~(uint32_t)SP_F_DETACHED;      /* done at park */
+	else
+		s->plan.pgid = getpgrp();       /* the application's group */
 	s->err_out = err_out;
 	*err_out = 0;
 	o->pid = s->pid;
 	o->pidfd = s->pidfd;
+	o->park = s;
 	s->pidfd = -1;
+	s->state = CLAIMED;
+	return 0;
+}
+
+void park_go(void *claimed)
+{
+	struct slot *s = claimed;
+
 	s->state = WOKEN;
 	__atomic_store_n(&s->go, 1, __ATOMIC_RELEASE);
 	if (syscall(SYS_futex, &s->go, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) < 0)
 		DBG("futex wake: %s", strerror(errno));
-	return 0;
+}
+
+void park_cancel(void *claimed)
+{
+	struct slot *s = claimed;
+
+	/* Killed and reaped by the caller, never woken: its memory is free. */
+	close_fds3(s->child_end);
+	plan_mem_trim(&s->mem);
+	s->state = FREE;
 }
 
 /* Closes the stdio ends woken children have copied; frees the memory of
- * those that left it. */
+ * those that left it; queues the pids of children now ready. */
 static void scan(void)
 {
 	for (size_t i = 0; i < n_slots; i++) {
 		struct slot *s = slots[i];
 		int left = __atomic_load_n(&s->ctid, __ATOMIC_ACQUIRE) == 0;
 
+		if (s->state == PARKED && !s->announced &&
+		    __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
+			announce((uint32_t)s->pid | (s->leader ? 0x80000000u : 0));
+			s->announced = 1;
+		}
 		if (s->state == WOKEN &&
 		    (left || __atomic_load_n(&s->unshared, __ATOMIC_ACQUIRE))) {
 			close_fds3(s->child_end);
@@ -337,6 +442,7 @@ static void scan(void)
 			s->state = FREE;
 		}
 	}
+	feed_flush();
 }
 
 void park_on_event(void *ptr)
@@ -354,19 +460,32 @@ void park_on_event(void *ptr)
 		return;
 	}
 	s = (struct slot *)(void *)w;
-	if (s->pidfd < 0)
-		return;         /* stale: handed to child.c in this batch */
+	if (s->pidfd < 0 || s->state == DEAD)
+		return;         /* stale: handed to child.c, or seen already */
 	si.si_pid = 0;
 	do
-		r = waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG);
+		r = waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si,
+			   WEXITED | WNOHANG | (s->state == PARKED ? WNOWAIT : 0));
 	while (r < 0 && errno == EINTR);
 	if (r == 0 && si.si_pid == 0)
 		return;
-	DBG("parked child %d ended: code %d status %d state %d", (int)s->pid, si.si_code, si.si_status, s->state);
+	DBG("parked child %d ended (state %d)", (int)s->pid, s->state);
+	if (s->state == PARKED) {
+		(*count_of(s))--;
+		if (s->announced) {
+			/* The client may hold its pid: a zombie until claimed. */
+			s->state = DEAD;
+			if ((r = loop_del(s->pidfd)) < 0)
+				DBG("loop_del: %s", strerror(-r));
+			return;
+		}
+		/* Never announced: reaped now. */
+		while (waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) < 0 &&
+		       errno == EINTR)
+			;
+	}
 	close(s->pidfd);
 	s->pidfd = -1;
-	if (s->state == PARKED)
-		(*count_of(s))--;
 	s->state = FREE;        /* exited: ctid is 0, the stack is ours */
 }
 
@@ -377,7 +496,7 @@ int park_refill(void)
 
 	scan();
 	if (n_parked >= target && n_leaders >= target_leaders)
-		return -1;
+		return feed_len > 0 ? 10 : -1;
 	now = now_ms();
 	if (now < retry_at)
 		return (int)(retry_at - now);
@@ -388,7 +507,7 @@ int park_refill(void)
 			return target ? 10 : -1;
 		}
 	}
-	return -1;
+	return feed_len > 0 ? 10 : -1;
 }
 
 /* At exit: the parked children are killed and reaped (they would die with

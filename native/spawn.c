@@ -35,6 +35,13 @@ static struct plan_mem vfork_mem;         /* the vfork-style child's plan */
 static const unsigned long k_zero[8];
 #define K_SIGSET_SIZE (_NSIG / 8)
 
+__attribute__((noinline, no_sanitize("address", "undefined")))
+void plan_reset_signals(void)
+{
+	for (int i = 0; i < n_reset; i++)
+		RAW4(SYS_rt_sigaction, reset_sigs[i], k_zero, NULL, K_SIGSET_SIZE);
+}
+
 /* The child's side of a plan, in a task that shares our memory (the
  * vfork-style child, or a parked child woken with its plan): raw system
  * calls only (no libc state, no errno, no sanitizer interceptors), on its
@@ -45,8 +52,9 @@ long plan_exec(struct plan *p)
 	long r;
 	int fd;
 
-	for (int i = 0; i < n_reset; i++)
-		RAW4(SYS_rt_sigaction, reset_sigs[i], k_zero, NULL, K_SIGSET_SIZE);
+	plan_reset_signals();
+	if (p->pgid && (r = RAW2(SYS_setpgid, 0, p->pgid)) < 0)
+		return r;
 	if ((p->flags & SP_F_DETACHED) && (r = RAW0(SYS_setsid)) < 0)
 		return r;
 	/* Sources are never 0-2 (pipes, /dev/null and the copies of our own
@@ -273,6 +281,7 @@ int spawn_prepare(const struct sp_msg *m, struct plan *p, struct plan_mem *mem,
 	if ((r = plan_build(m, p, mem, &file, &path_env)) < 0)
 		return r;
 	p->flags = m->flags;
+	p->pgid = 0;
 	p->uid = m->uid;
 	p->gid = m->gid;
 	*syscall = "spawn";

@@ -19,6 +19,7 @@ struct plan {
 	const char *cwd;        /* NULL: the server's */
 	int src[3];             /* fds to put on 0, 1, 2; all >= 3 */
 	uint32_t flags, uid, gid;
+	pid_t pgid;             /* non-zero: join this process group (a parked child) */
 	volatile int err;       /* vfork path: errno, set by the child when it fails */
 };
 
@@ -36,6 +37,7 @@ struct spawn_out {
 	pid_t pid;
 	int pidfd;
 	int fds[3];
+	void *park;             /* a claimed parked child's slot (park_go) */
 };
 
 /* Start-up: /dev/null, copies of the server's fds 0-2, the child stack, the
@@ -55,6 +57,10 @@ int spawn_prepare(const struct sp_msg *m, struct plan *p, struct plan_mem *mem,
  * parent-death signal, empty mask, execve. Raw system calls only (it runs
  * on the server's memory, see rawsys.h). Returns -errno when it failed. */
 long plan_exec(struct plan *p);
+
+/* Sets every signal the server does not leave at SIG_DFL back to it (raw
+ * system calls, for the child side). */
+void plan_reset_signals(void);
 
 /* Gives back an arena grown for a huge request. */
 void plan_mem_trim(struct plan_mem *mem);
