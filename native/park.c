@@ -385,10 +385,15 @@ int park_claim(const struct sp_msg *m, volatile int *err_out,
 		discard(s);
 		return r;
 	}
-	if (s->leader)
+	if (s->leader) {
 		s->plan.flags &= ~(uint32_t)SP_F_DETACHED;      /* done at park */
-	else
-		s->plan.pgid = getpgrp();       /* the application's group */
+	} else {
+		/* Into the application's group now, not at its wake-up (the
+		 * child does it again, in case this failed). */
+		s->plan.pgid = getpgrp();
+		if (setpgid(s->pid, s->plan.pgid) < 0)
+			DBG("setpgid(%d): %s", (int)s->pid, strerror(errno));
+	}
 	s->err_out = err_out;
 	*err_out = 0;
 	o->pid = s->pid;
