@@ -11,6 +11,7 @@ export const CONTENDERS = [
   { id: 'fork-advanced', label: "Node fork() helpers, 'advanced' IPC", what: "the same pool, stdout streamed chunk by chunk over IPC with serialization: 'advanced'" },
   { id: 'fork-bun', label: 'Node + Bun fork() helpers, JSON IPC', what: 'the fork() helper pool with the helpers run by Bun (the write-up\'s "Node + Bun")' },
   { id: 'spawnpool', label: 'spawnpool', what: "the baseline server with `import { spawn } from 'spawnpool'`" },
+  { id: 'cluster-spawnpool', label: 'spawnpool in node:cluster, 1 worker per CPU', what: 'node:cluster, each worker the spawnpool server with its own pool (servers in total ≈ CPUs)' },
   { id: 'go', label: 'Go net/http + os/exec', what: 'bench/go: net/http, exec.Command with cmd.Stdout = the ResponseWriter' },
   { id: 'rust', label: 'Rust tokio + hyper', what: 'bench/rust: hyper 1.x on tokio, tokio::process child, stdout streamed as the body' },
   { id: 'bun', label: 'Bun, baseline code', what: 'the Node baseline server file run by Bun (BUN, bun on PATH, or the devDependency)' },
@@ -34,6 +35,7 @@ export function commandFor(id, { benchDir, tools, builds }) {
     case 'fork-bun':
       return tools.bun ? { cmd: node, args: [srv('fork-pool.js')], after: ['buffered', tools.bun.path] } : { skip: 'bun not found (set BUN=/path/to/bun or put bun on PATH)' };
     case 'spawnpool': return { cmd: node, args: [srv('spawnpool.js')] };
+    case 'cluster-spawnpool': return { cmd: node, args: [srv('spawnpool-cluster.js')] };
     case 'go': return built('go-server', 'Go server');
     case 'rust': return built('rust-server', 'Rust server');
     case 'bun':

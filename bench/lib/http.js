@@ -4,6 +4,7 @@
 import { startServer } from './server.js';
 import { LOADGENS } from './loadgen.js';
 import { verifyPass } from './verify.js';
+import { snapshot, budget } from './budget.js';
 
 export const WORKLOADS = [
   { id: 'echo', title: 'echo hi', path: '/echo' },
@@ -79,6 +80,7 @@ export async function runHttp({ contenders, config, loadgen, expected, env, prog
             continue;
           }
           progress.status(`${where} · ${w.id} · ${loadgen.name} ${config.requests} req × ${config.connections} conn`);
+          const before = snapshot(server.pid);
           const load = await LOADGENS[loadgen.name](loadgen, {
             url: `http://127.0.0.1:${server.port}${w.path}`,
             connections: config.connections,
@@ -90,8 +92,10 @@ export async function runHttp({ contenders, config, loadgen, expected, env, prog
             timeoutMs: config.loadTimeoutMs,
             buildDir: config.buildDir,
           });
+          const after = snapshot(server.pid);
           const r = combine(load, verify);
           r.round = round;
+          r.budget = budget(before, after, server.pid, load.requests || config.requests);
           out[c.id].runs[w.id].push(r);
           if (r.firstError) progress.log(`  ${c.id} ${w.id} round ${round + 1}: ${r.firstError}`);
         }

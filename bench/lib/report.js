@@ -62,6 +62,30 @@ function httpTable(results, w) {
   return { lines, notes };
 }
 
+/**
+ * CPU µs per request by process class (bench/lib/budget.js), with the
+ * single-thread ceiling 1 / main-thread CPU where the main thread is one.
+ */
+export function budgetTable(results, w) {
+  const lines = [
+    row(['contender', 'main thread', 'other threads', 'helpers', 'spawn servers', 'children', 'server side total', 'load generator', 'ctx switches', 'main-thread ceiling']),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+  ];
+  const us = (v) => (v == null ? '–' : fmtNum(v));
+  let any = false;
+  for (const c of results.http.summary[w]) {
+    const b = c.summary?.budget;
+    if (!b) continue;
+    any = true;
+    const name = c.id === 'spawnpool' ? `**${c.label}**` : c.label;
+    // One thread's ceiling where one thread does the serving: not for a
+    // cluster (its workers are helpers) nor where other threads carry it.
+    const ceiling = b.main && b.main >= b.helpers && b.main >= b.threads ? `${fmtNum(1e6 / b.main)} req/s` : '–';
+    lines.push(row([name, us(b.main), us(b.threads), us(b.helpers), us(b.servers), us(b.children), us(b.total), us(b.loadgen), fmtNum(b.switches, 1), ceiling]));
+  }
+  return any ? lines : [];
+}
+
 function microTable(results) {
   const m = results.micro.summary;
   const lines = [row(['measure', 'node:child_process', 'spawnpool', 'reference']), row(['---', '---:', '---:', '---'])];
@@ -107,6 +131,10 @@ export function renderMarkdown(results) {
     const { lines, notes } = httpTable(results, w.id);
     out.push(...lines);
     if (notes.length) out.push('', ...notes.map((n) => `- ⚠ ${n}`));
+    const budget = budgetTable(results, w.id);
+    if (budget.length) {
+      out.push('', `CPU per request, µs (medians; from /proc over the timed run: the server process's main thread and other threads, its helper processes, spawn servers, the spawned programs, the load generator; context switches of the server's processes):`, '', ...budget);
+    }
   }
   const skipped = results.contenders.filter((c) => c.skip || c.unavailable);
   if (skipped.length) {

@@ -41,7 +41,16 @@ export function summarize(rounds) {
     non2xx: sum('non2xx'),
     rpsMin: ok.length ? Math.min(...ok.map((r) => r.rps)) : null,
     rpsMax: ok.length ? Math.max(...ok.map((r) => r.rps)) : null,
+    budget: medianBudget(ok.map((r) => r.budget).filter(Boolean)),
   };
+}
+
+/** Field by field medians of the rounds' CPU budgets (bench/lib/budget.js), or null. */
+export function medianBudget(budgets) {
+  if (budgets.length === 0) return null;
+  const out = {};
+  for (const k of Object.keys(budgets[0])) out[k] = median(budgets.map((b) => b[k]));
+  return out;
 }
 
 /** Format a ratio as "1.23x", or "–" when unknown. */
