@@ -2,7 +2,7 @@
 // dispatch, replaced when one dies, never keeping an idle process alive.
 import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Server } from './server.js';
+import { Server, sleepSync } from './server.js';
 import { ProtocolError, encodeSpawn, FLAG_DETACHED } from './protocol.js';
 import { NodeLink } from './node-link.js';
 import { SPAWNING } from './session.js';
@@ -36,8 +36,6 @@ const BACKOFF_MAX_MS = 5_000;
 export const DEFAULT_PARKED = 8;
 const PARK_WAIT_MS = 1_000;
 const PARK_POLL_MS = 0.05;
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
-const sleep = (ms) => Atomics.wait(sleeper, 0, 0, ms);
 // A dynamic pool (min < max) starts another server when every server has
 // this many children in flight: one server spawns thousands a second, so
 // only sustained concurrency is worth a process.
@@ -252,7 +250,7 @@ export class Pool {
         for (const s of candidates) if (!s.announced) s.parks = false;
         return { server: null, pid: 0 };
       }
-      sleep(PARK_POLL_MS);
+      sleepSync(PARK_POLL_MS);
     }
   }
 

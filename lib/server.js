@@ -14,6 +14,9 @@ const RETRY_WRITE_MS = 1;
 const EXIT_FLUSH_MS = 1000;
 const SPAWN_WRITE_MS = 1000;      // a parked pid goes out only with its SPAWN in the kernel
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/** Sleeps this thread `ms` (fractions allowed), without a busy loop. */
+export const sleepSync = (ms) => Atomics.wait(sleeper, 0, 0, ms);
 const LEADER = 0x80000000;        // on the feed: a pid parked as a session leader
 const live = new Set();           // servers with a connection, flushed at exit
 
@@ -232,7 +235,7 @@ export class Server {
       this.flush();
       if (this.gone || this.queue.length === 0) return true;
       if (performance.now() >= until) return false;
-      Atomics.wait(sleeper, 0, 0, 0.05);
+      sleepSync(0.05);
     }
   }
 

@@ -230,6 +230,8 @@ export class Session {
     this.streams[2]?._eof(0);
     this.update();
     this.child._spawnFailed(errno);
+    // Found out before any server saw it (lib/precheck.js): nothing to release.
+    if (this.link === null) this.resource.emitDestroy();
   }
 
   /**

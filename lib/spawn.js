@@ -91,11 +91,10 @@ function superviseChild(child, options, killSignal) {
   if (signal) {
     const onAbort = () => abortChildProcess(child, killSignal, signal.reason);
     if (signal.aborted) {
-      // As Node: the abort follows 'spawn' or the spawn's 'error' (both on
-      // an earlier nextTick); after an error kill() finds no process and
-      // no AbortError is emitted. A pid-less spawn's 'spawn' is later: wait
-      // for it.
-      if (child.pid !== undefined || child.exitCode !== null) process.nextTick(onAbort);
+      // As Node: the abort follows 'spawn' (an earlier nextTick). A pid-less
+      // spawn's 'spawn' is later: wait for it. A spawn that fails emits no
+      // 'spawn', and under Node its kill() finds no process: no AbortError.
+      if (child.pid !== undefined) process.nextTick(onAbort);
       else child.once('spawn', () => process.nextTick(onAbort));
     } else {
       child.once('exit', listenAbort(signal, onAbort));
@@ -118,7 +117,7 @@ function watchSpawnError(pool, child) {
   child.once('spawn', () => child.off(errorMonitor, onError));
 }
 
-// Node's onSpawnNT and onErrorNT, in the child's async context.
+// Node's onSpawnNT and onErrorNT: the nextTick callbacks of spawn().
 function spawned(child, pid) {
   child._spawned(pid);
 }
