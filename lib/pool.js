@@ -214,16 +214,16 @@ export class Pool {
   }
 
   /**
-   * The chosen server has no parked child announced: a server still
-   * starting is waited for (the strategy chose it: a new server of a
-   * growing pool, say); one drained by a burst is not, the first pid any
-   * server announces is taken. Polled for at most PARK_WAIT_MS. The
-   * servers park new children as SPAWNs take them, in their own
-   * processes; this thread only reads their feeds.
+   * The chosen server has no parked child announced (a burst took them
+   * all, or it is still starting): its next one is waited for, so that
+   * the strategy's choice holds; another server's only if the chosen one
+   * cannot park. Polled for at most PARK_WAIT_MS. The servers park new
+   * children as SPAWNs take them, in their own processes; this thread
+   * only reads their feeds.
    */
   waitForPid(chosen, detached) {
     const deadline = performance.now() + PARK_WAIT_MS;
-    let candidates = chosen.announced ? this.servers : [chosen];
+    let candidates = [chosen];
     let waited = false;
     for (;;) {
       let parking = false;
