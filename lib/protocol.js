@@ -13,6 +13,9 @@ export const T = Object.freeze({
   EXIT: 0x47, KILL_ERROR: 0x48, FATAL: 0x4f,
 });
 
+/** On the pid feed (fd 4): a pid with this bit set was parked as a session leader. */
+export const FEED_LEADER = 0x80000000;
+
 export const FLAG_DETACHED = 1;
 export const FLAG_SET_UID = 2;
 export const FLAG_SET_GID = 4;

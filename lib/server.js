@@ -4,7 +4,7 @@
 import { nodeSpawn } from './node-child-process.js';
 import { readSync, writeSync } from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
-import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION } from './protocol.js';
+import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, FEED_LEADER } from './protocol.js';
 import { asCallback } from './delivery.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
@@ -17,7 +17,6 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /** Sleeps this thread `ms` (fractions allowed), without a busy loop. */
 export const sleepSync = (ms) => Atomics.wait(sleeper, 0, 0, ms);
-const LEADER = 0x80000000;        // on the feed: a pid parked as a session leader
 const live = new Set();           // servers with a connection, flushed at exit
 
 // Frames queued in this tick still leave if the process exits now
@@ -269,7 +268,7 @@ export class Server {
     for (; off + 4 <= end; off += 4) {
       const pid = this.feedBuf.readUInt32LE(off);
       if (pid === 0) this.parks = false;      // the server cannot park here
-      else if (pid >= LEADER) this.leaders.push(pid - LEADER);
+      else if (pid >= FEED_LEADER) this.leaders.push(pid - FEED_LEADER);
       else this.pids.push(pid);
     }
     this.feedKept = end - off;

@@ -6,26 +6,14 @@ import http from 'node:http';
 import os from 'node:os';
 import process from 'node:process';
 import { port, spawnHandler } from './common.js';
+import { runPrimary } from './cluster-primary.js';
 
 if (cluster.isPrimary) {
-  const n = os.availableParallelism();
-  let ready = 0;
-  for (let i = 0; i < n; i++) cluster.fork({ SPAWNPOOL_CLUSTER_WORKERS: String(n) });
-  cluster.on('message', (w, msg) => {
+  runPrimary({ SPAWNPOOL_CLUSTER_WORKERS: String(os.availableParallelism()) }, (w, msg) => {
     if (msg === 'unavailable') {
       process.stdout.write('unavailable: spawnpool not built (in a cluster worker)\n');
       process.exit(3);
     }
-  });
-  cluster.on('listening', () => {
-    if (++ready === n) process.stdout.write(`listening ${port()}\n`);
-  });
-  cluster.on('exit', (w, code, signal) => {
-    if (!w.exitedAfterDisconnect) process.stderr.write(`cluster worker died (${code ?? signal})\n`);
-  });
-  process.on('SIGTERM', () => {
-    for (const w of Object.values(cluster.workers)) w.process.kill();
-    process.exit(0);
   });
 } else {
   let lib;

@@ -39,7 +39,7 @@ class Conn {
     this.proc.stdio[4]?.on('data', (chunk) => {
       for (let off = 0; off + 4 <= chunk.length; off += 4) {
         const v = chunk.readUInt32LE(off);
-        if (v >= 0x80000000) this.leaders.push(v - 0x80000000);
+        if (v >= P.FEED_LEADER) this.leaders.push(v - P.FEED_LEADER);
         else this.pids.push(v);
       }
       this.wake?.();
