@@ -105,5 +105,49 @@ export function spawnOnce(spawn, file, done, onSpawn) {
   }
 }
 
+function stat(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');   // f[0] is field 3
+    return { own: Number(f[11]) + Number(f[12]), reaped: Number(f[13]) + Number(f[14]) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU counters of this process and of the spawn servers `serverPids`: the
+ * main thread (the event loop) from its schedstat in ns, the rest in clock
+ * ticks. Spawned programs are reaped by this process (node:child_process)
+ * or by a server (spawnpool), so "children" is both reaped totals.
+ */
+export function cpuSnapshot(serverPids) {
+  const self = stat(process.pid);
+  let mainNs = null;
+  try {
+    mainNs = Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {}
+  const servers = Object.fromEntries(serverPids.map((pid) => [pid, stat(pid)]).filter(([, s]) => s));
+  return { mainNs, self, servers };
+}
+
+const TICK_US = 1e6 / 100;    // USER_HZ is 100 on Linux
+
+/** µs of CPU per spawn between two cpuSnapshot()s: main thread, other threads, servers, children. */
+export function cpuPerSpawn(a, b, spawns) {
+  if (!spawns || !a.self || !b.self || a.mainNs === null || b.mainNs === null) return null;
+  const main = (b.mainNs - a.mainNs) / 1000;
+  let servers = 0;
+  let children = (b.self.reaped - a.self.reaped) * TICK_US;
+  for (const [pid, s] of Object.entries(b.servers)) {
+    const s0 = a.servers[pid] ?? { own: 0, reaped: 0 };
+    servers += (s.own - s0.own) * TICK_US;
+    children += (s.reaped - s0.reaped) * TICK_US;
+  }
+  const threads = Math.max(0, (b.self.own - a.self.own) * TICK_US - main);
+  const per = (x) => Math.round((x / spawns) * 10) / 10;
+  return { main: per(main), threads: per(threads), servers: per(servers), children: per(children) };
+}
+
 /** The first error's text, as the reports show it. */
 export const errorText = (err) => `${err.code ?? ''} ${err.message}`.trim();

@@ -2,7 +2,7 @@
 // children in flight for `seconds`, per implementation, while this process
 // holds `heap-mb` MiB of Buffers. Prints one JSON line.
 import { basename } from 'node:path';
-import { NOT_NATIVE, errorText, flags, holdMemory, loadImpl, selfRssMB, serverRss, spawnOnce } from './common.js';
+import { NOT_NATIVE, cpuSnapshot, cpuPerSpawn, errorText, flags, holdMemory, loadImpl, selfRssMB, serverRss, spawnOnce } from './common.js';
 
 const opt = flags({ impls: 'node,spawnpool', seconds: 3, warmup: 16, concurrency: 64, 'heap-mb': 0, file: '/bin/true' });
 
@@ -61,8 +61,10 @@ for (const name of opt.impls.split(',')) {
     out.results.push({ impl: name, unavailable: NOT_NATIVE });
     continue;
   }
+  const servers = () => (impl.lib?.stats?.().servers ?? []).map((x) => x.pid).filter(Boolean);
+  const before = cpuSnapshot(servers());
   const r = await measure(impl.spawn, opt.seconds, opt.concurrency);
-  const res = { impl: name, ...r };
+  const res = { impl: name, ...r, cpu: cpuPerSpawn(before, cpuSnapshot(servers()), r.spawns) };
   if (impl.lib) {
     const stats = typeof impl.lib.stats === 'function' ? impl.lib.stats() : null;
     res.stats = stats;
