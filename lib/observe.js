@@ -48,7 +48,7 @@ export function spawnStart(child, norm) {
   if (!nodeTracesSpawn || !spawnTracing.start.hasSubscribers) return;
   spawnTracing.start.publish({
     process: child,
-    options: { ...norm.options, file: norm.file, args: norm.args, cwd: norm.cwd, envPairs: norm.envPairs },
+    options: { ...norm.options, file: norm.file, args: norm.args, cwd: norm.cwd, envPairs: [...norm.envPairs] },
   });
 }
 

@@ -118,29 +118,66 @@ export function normalizeSpawnArguments(file, args, options) {
   }
   args.unshift(typeof options.argv0 === 'string' ? options.argv0 : file);
 
-  const env = options.env || copyProcessEnv();
   // Node always propagates NODE_V8_COVERAGE, so coverage works through spawns.
-  if (process.env.NODE_V8_COVERAGE && (!options.env || !Object.hasOwn(options.env, 'NODE_V8_COVERAGE'))) {
-    env.NODE_V8_COVERAGE = process.env.NODE_V8_COVERAGE;
+  if (process.env.NODE_V8_COVERAGE && options.env && !Object.hasOwn(options.env, 'NODE_V8_COVERAGE')) {
+    options.env.NODE_V8_COVERAGE = process.env.NODE_V8_COVERAGE;
   }
-  const envPairs = [];
-  // Prototype values are included, as in Node.
+  const envPairs = options.env ? pairsOfObject(options.env) : pairsOfProcessEnv();
+  return { file, args, cwd, envPairs, options };
+}
+
+// The environment a spawn passes is nearly always the one the last spawn
+// passed. The pairs of the last one are kept, frozen, and handed out again
+// when the same environment comes back, so that what depends only on them
+// (their encoding on the wire, the precheck's PATH) is worked out once.
+let lastProcessEnv = null;        // { json, pairs } for process.env
+let lastPairs = null;             // for an options.env object
+
+// process.env is a native interceptor: reading it key by key crosses into
+// C++ twice per variable. JSON.stringify walks it in one pass (about 40%
+// less time per spawn); keys and values are strings, so the round trip is
+// exact, and the text tells whether it changed since the last spawn.
+function pairsOfProcessEnv() {
+  const json = JSON.stringify(process.env);
+  if (lastProcessEnv !== null && lastProcessEnv.json === json) return lastProcessEnv.pairs;
+  lastProcessEnv = { json, pairs: Object.freeze(pairsOfObject(JSON.parse(json), true)) };
+  return lastProcessEnv.pairs;
+}
+
+/** Node's "K=V" pairs of `env`, validated as Node does (prototype values included). */
+function pairsOfObject(env, fresh = false) {
+  const pairs = [];
   for (const key in env) {
     const value = env[key];
     if (value !== undefined) {
       validateNoNul(key, `options.env['${key}']`);
       validateNoNul(value, `options.env['${key}']`);
-      envPairs.push(`${key}=${value}`);
+      // A NUL from a value's toString() ends the C string exec sees.
+      pairs.push(cString(`${key}=${value}`));
     }
   }
-  return { file, args, cwd, envPairs, options };
+  if (fresh) return pairs;
+  if (lastPairs !== null && samePairs(lastPairs, pairs)) return lastPairs;
+  return (lastPairs = Object.freeze(pairs));
 }
 
-// process.env is a native interceptor: copying it key by key crosses into
-// C++ twice per variable. JSON.stringify walks it in one pass (about 40%
-// less time per spawn), and keys and values are strings, so the round trip
-// is exact.
-const copyProcessEnv = () => JSON.parse(JSON.stringify(process.env));
+function samePairs(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * What exec sees of a string: Node hands each one over as a C string, so
+ * a NUL that got past validation (from a Buffer or an object's toString)
+ * cuts it there. Never put one on the wire: the server would reject the
+ * whole frame.
+ */
+export function cString(value) {
+  const s = String(value);
+  const nul = s.indexOf('\u0000');
+  return nul === -1 ? s : s.slice(0, nul);
+}
 
 /** Node's validateTimeout for spawn: undefined/null or an integer >= 0. */
 export function validateTimeout(timeout) {

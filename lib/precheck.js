@@ -301,16 +301,12 @@ const utf8Length = (s) => Buffer.byteLength(s, 'utf8');
 // E2BIG for execve(filename, argv, env) (fs/exec.c copy_strings): one string
 // over MAX_ARG_STRLEN, or all strings plus a pointer each over the budget.
 function tooBig(filename, argv, env) {
+  const facts = envFacts(env);
   const count = Math.max(argv.length, 1) + env.length;
-  let units = filename.length + 1;
-  let longest = 0;
+  let units = filename.length + 1 + facts.units;
+  let longest = facts.longest;
   for (let i = 0; i < argv.length; i++) {
     const n = argv[i].length;
-    units += n + 1;
-    if (n > longest) longest = n;
-  }
-  for (let i = 0; i < env.length; i++) {
-    const n = env[i].length;
     units += n + 1;
     if (n > longest) longest = n;
   }
@@ -332,13 +328,34 @@ function tooBig(filename, argv, env) {
   return bytes > budget;
 }
 
-function envPath(env) {
+// What the checks need of an environment: its PATH, its total length in
+// UTF-16 units (one more per string) and its longest string. A frozen env
+// array (options.js hands the same one out while the environment does not
+// change) is looked at once.
+let lastEnv = null;
+let lastEnvFacts = null;
+function envFacts(env) {
+  if (env === lastEnv) return lastEnvFacts;
+  let path = DEFAULT_PATH;
+  let pathSeen = false;
+  let units = 0;
+  let longest = 0;
   for (let i = 0; i < env.length; i++) {
     const s = env[i];
     // getenv() returns the first match.
-    if (s.charCodeAt(0) === 80 && s.startsWith('PATH=')) return s.slice(5);
+    if (!pathSeen && s.charCodeAt(0) === 80 && s.startsWith('PATH=')) {
+      path = s.slice(5);
+      pathSeen = true;
+    }
+    units += s.length + 1;
+    if (s.length > longest) longest = s.length;
   }
-  return DEFAULT_PATH;
+  const facts = { path, units, longest };
+  if (Object.isFrozen(env)) {
+    lastEnv = env;
+    lastEnvFacts = facts;
+  }
+  return facts;
 }
 
 function programErrno(file, path) {
@@ -355,12 +372,14 @@ function programErrno(file, path) {
  * would succeed as far as can be told from here, else the positive errno
  * (constants.errno.*) it would return. `argv` includes argv[0]; `env` is the
  * child's whole environment as "NAME=value" strings; `cwd` is absolute.
- * @param {{ file: string, argv: string[], env: string[], cwd: string, uid?: number, gid?: number }} spawnArgs
+ * `chdir: false` says the child stays in this process's cwd (no `cwd`
+ * option): then, as for Node's, nothing about the cwd can fail.
+ * @param {{ file: string, argv: string[], env: string[], cwd: string, uid?: number, gid?: number, chdir?: boolean }} spawnArgs
  * @returns {number}
  */
-export function checkSpawn({ file, argv, env, cwd, uid, gid }) {
+export function checkSpawn({ file, argv, env, cwd, uid, gid, chdir = true }) {
   if (self === null) readSelf();
-  let e = cwdErrno(cwd);
+  let e = chdir ? cwdErrno(cwd) : 0;
   if (e !== 0) return e;
   if (gid !== undefined) {
     e = idErrno(gid, self.gidMap, self.setgid, self.rgid, self.sgid);
@@ -372,7 +391,7 @@ export function checkSpawn({ file, argv, env, cwd, uid, gid }) {
   }
   cwdDir = cwd;
   setChild(uid === undefined ? undefined : uid >>> 0, gid === undefined ? undefined : gid >>> 0);
-  e = programErrno(file, envPath(env));
+  e = programErrno(file, envFacts(env).path);
   lastStat = null;
   if (e !== 0) return e;
   return tooBig(found, argv, env) ? E2BIG : 0;

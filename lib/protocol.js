@@ -100,8 +100,9 @@ export const encodeFatal = (message) => strFrame(T.FATAL, 0, [], message);
  * the parked child that runs it, or 0 for one started on receipt.
  */
 export function encodeSpawn(id, req, pid = 0) {
-  const strings = [req.file, req.cwd, ...req.argv, ...req.env];
-  let size = 20 + 3 + 8;
+  const strings = [req.file, req.cwd, ...req.argv];
+  const env = envBlock(req.env);
+  let size = 20 + 3 + 8 + env.length;
   const lengths = new Array(strings.length);
   for (let i = 0; i < strings.length; i++) {
     lengths[i] = Buffer.byteLength(strings[i]);
@@ -126,8 +127,32 @@ export function encodeSpawn(id, req, pid = 0) {
   off = buf.writeUInt32LE(req.argv.length, off);
   for (let i = 0; i < req.argv.length; i++) putString(2 + i);
   off = buf.writeUInt32LE(req.env.length, off);
-  for (let i = 0; i < req.env.length; i++) putString(2 + req.argv.length + i);
+  buf.set(env, off);
   return buf;
+}
+
+// The env strings of the last frozen env (options.js hands the same frozen
+// array out while the environment stays the same), encoded once.
+let lastEnv = null;
+let lastEnvBlock = null;
+
+/** The encoded strings of `env` ([u32 length][bytes] each), without the count. */
+function envBlock(env) {
+  if (env === lastEnv) return lastEnvBlock;
+  let size = 0;
+  for (let i = 0; i < env.length; i++) size += 4 + Buffer.byteLength(env[i]);
+  const block = Buffer.allocUnsafe(size);
+  let off = 0;
+  for (let i = 0; i < env.length; i++) {
+    const n = block.write(env[i], off + 4);
+    block.writeUInt32LE(n, off);
+    off += 4 + n;
+  }
+  if (Object.isFrozen(env)) {
+    lastEnv = env;
+    lastEnvBlock = block;
+  }
+  return block;
 }
 
 /** Reads a frame's payload field by field; any misfit throws ProtocolError. */

@@ -6,7 +6,7 @@ import { errorMonitor } from 'node:events';
 import { ChildProcess } from './child-process.js';
 import { Session } from './session.js';
 import {
-  normalizeSpawnArguments, validateTimeout, validateAbortSignal, sanitizeKillSignal, planStdio, resolveCwd,
+  normalizeSpawnArguments, validateTimeout, validateAbortSignal, sanitizeKillSignal, planStdio, resolveCwd, cString,
 } from './options.js';
 import { FLAG_DETACHED, FLAG_SET_UID, FLAG_SET_GID } from './protocol.js';
 import { AbortError } from './errors.js';
@@ -31,17 +31,8 @@ function toRequest(norm, plan, window) {
     file: cString(norm.file),
     cwd: resolveCwd(norm.cwd),
     argv: norm.args.map(cString),
-    env: norm.envPairs.map(cString),
+    env: norm.envPairs,       // C strings already (options.js)
   };
-}
-
-// Node hands each string to exec as a C string: a NUL that got past
-// validation (from a Buffer or an object's toString) cuts it there. Never
-// put one on the wire: the server would have to reject the whole frame.
-function cString(value) {
-  const s = String(value);
-  const nul = s.indexOf('\u0000');
-  return nul === -1 ? s : s.slice(0, nul);
 }
 
 function abortChildProcess(child, killSignal, reason) {
@@ -156,6 +147,7 @@ export function createSpawn(getPool) {
     // with no pid and no server involved.
     const errno = checkSpawn({
       file: request.file, argv: request.argv, env: request.env, cwd: request.cwd, uid: opts.uid, gid: opts.gid,
+      chdir: norm.cwd != null,
     });
     if (errno !== 0 && throwsSynchronously(errno)) throw spawnError(errno);
     const child = new ChildProcess();
