@@ -27,6 +27,10 @@ export class NodeLink {
     if (this.session !== null) asCallback(deliver, this.session, { id: this.session.id, ...msg });
   }
 
+  sendLazy(frame) {
+    this.send(frame);
+  }
+
   send(frame) {
     const msg = decodeFrame(frame, 0, frame.length);
     const streams = this.child?.stdio ?? [];

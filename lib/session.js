@@ -197,7 +197,7 @@ export class Session {
     if (!this.alive) return;
     // Node reaps the child just before 'exit': until this REAP the server
     // keeps it a zombie, so that its pid names no other process.
-    this.send(encodeReap(this.id));
+    if (this.link !== null) this.link.sendLazy(encodeReap(this.id));
     this.state = EXITED;
     // The server closed stdin at reap: bytes still in flight never arrive.
     if (this.wire[0]) {

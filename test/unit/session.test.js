@@ -15,6 +15,7 @@ function fakeLink() {
     refs: 0,
     released: [],
     send(frame) { this.frames.push(decodeFrame(frame, 0, frame.length)); },
+    sendLazy(frame) { this.send(frame); },
     ref() { this.refs++; },
     unref() { this.refs--; },
     release(id) { this.released.push(id); },
