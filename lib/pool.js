@@ -33,7 +33,7 @@ const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 5_000;
 // Parked children each server keeps (pids handed out by spawn() at once),
 // and how long spawn() waits for one when a burst has taken them all.
-export const DEFAULT_PARKED = 8;
+export const DEFAULT_PARKED = 32;
 const PARK_WAIT_MS = 1_000;
 const PARK_POLL_MS = 0.05;
 // A dynamic pool (min < max) starts another server when every server has
