@@ -86,6 +86,7 @@ static int feed = -1;           /* where pids are announced; -1: off */
 static int efd = -1;            /* parked and woken children write 1 here */
 static struct watch wake_watch = { .kind = W_PARK_WAKE };
 static pid_t client;            /* the client process (our parent, or --detach's) */
+static pid_t self_pid, self_pgrp;       /* ours, read once at park_start */
 static uint32_t target;         /* parked children wanted */
 static uint32_t target_leaders; /* and session leaders, for detached spawns */
 static uint32_t n_parked, n_leaders;
@@ -243,6 +244,8 @@ uint32_t park_start(uint32_t want)
 		feed_flush();
 		return 0;
 	}
+	self_pid = getpid();
+	self_pgrp = getpgrp();
 	target = want > SPAWND_PARK_MAX ? SPAWND_PARK_MAX : want;
 	target_leaders = target ? (target / 4 ? target / 4 : 1) : 0;
 	return target;
@@ -302,11 +305,13 @@ static void discard(struct slot *s)
 }
 
 /* Clones one parked child (a session leader if `leader`) into a free slot.
- * It is announced once it says it is ready. 0 or -errno. */
+ * It is announced once it says it is ready. The caller has blocked every
+ * signal: the child runs on our memory, and no handler or default action
+ * but SIGKILL's may reach it before its plan resets them, so it must start
+ * with all of them blocked. 0 or -errno. */
 static int park_one(int leader)
 {
 	struct slot *s = slot_free();
-	sigset_t all, old;
 	int pid, err, r;
 
 	if (!s)
@@ -317,20 +322,13 @@ static int park_one(int leader)
 	s->announced = 0;
 	s->unshared = 0;
 	s->ctid = 1;
-	s->server_pid = getpid();
+	s->server_pid = self_pid;
 	s->client_pid = client;
 	s->efd = efd;
-	/* Every signal blocked in the child from its first instruction: it
-	 * runs on our memory, and no handler or default action but SIGKILL's
-	 * may reach it before its plan resets them. */
-	sigfillset(&all);
-	if (sigprocmask(SIG_BLOCK, &all, &old) < 0)
-		return -errno;
 	pid = clone(park_main, s->stack_top,
 		    CLONE_VM | CLONE_FILES | CLONE_PIDFD | CLONE_CHILD_CLEARTID | SIGCHLD,
 		    s, &s->pidfd, NULL, &s->ctid);
 	err = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0)
 		return -err;
 	s->pid = pid;
@@ -390,7 +388,7 @@ int park_claim(const struct sp_msg *m, volatile int *err_out,
 	} else {
 		/* Into the application's group now, not at its wake-up (the
 		 * child does it again, in case this failed). */
-		s->plan.pgid = getpgrp();
+		s->plan.pgid = self_pgrp;
 		if (setpgid(s->pid, s->plan.pgid) < 0)
 			DBG("setpgid(%d): %s", (int)s->pid, strerror(errno));
 	}
@@ -496,6 +494,7 @@ void park_on_event(void *ptr)
 
 int park_refill(void)
 {
+	sigset_t all, old;
 	long long now;
 	int r;
 
@@ -505,12 +504,23 @@ int park_refill(void)
 	now = now_ms();
 	if (now < retry_at)
 		return (int)(retry_at - now);
-	while (n_parked < target || n_leaders < target_leaders) {
-		if ((r = park_one(n_leaders < target_leaders && (n_parked >= target || n_leaders == 0))) < 0) {
-			DBG("park: %s", strerror(-r));
-			retry_at = now + 10;
-			return target ? 10 : -1;
-		}
+	/* Every signal blocked in each new child from its first instruction
+	 * (park_one): once for the whole batch. */
+	sigfillset(&all);
+	if (sigprocmask(SIG_BLOCK, &all, &old) < 0) {
+		DBG("sigprocmask: %s", strerror(errno));
+		retry_at = now + 10;
+		return 10;
+	}
+	r = 0;
+	while (r == 0 && (n_parked < target || n_leaders < target_leaders))
+		r = park_one(n_leaders < target_leaders && (n_parked >= target || n_leaders == 0));
+	if (sigprocmask(SIG_SETMASK, &old, NULL) < 0)  /* cannot fail: valid set */
+		DBG("sigprocmask: %s", strerror(errno));
+	if (r < 0) {
+		DBG("park: %s", strerror(-r));
+		retry_at = now + 10;
+		return target ? 10 : -1;
 	}
 	return feed_len > 0 ? 10 : -1;
 }
