@@ -9,7 +9,8 @@
  * the child's cwd) and returns 0 with *out the path to exec, or -errno
  * (-EACCES if an entry had the file but it was not executable, -ENOENT).
  * `cwd` (NULL: the server's) resolves relative entries as the child will.
- * buf holds the result; both buffers are bufsz bytes. */
+ * buf holds the result; both buffers are bufsz bytes. Programs found are
+ * remembered, exactly: see path.c. */
 int path_search(const char *file, const char *path_env, const char *cwd,
 		char *buf, char *scratch, size_t bufsz, const char **out);
 

@@ -1,0 +1,111 @@
+// The spawn server remembers where it found each program on PATH and
+// watches the PATH directories to forget it (native/path.c). Differential:
+// each step changes the file system, then — in the same tick, before any
+// event could be delivered to this process — runs the same program through
+// node:child_process and spawnpool; both must run the same file (each
+// prints its own path) or fail the same way. Every step runs twice, so the
+// second spawn is a cache hit.
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import * as cp from 'node:child_process';
+import {
+  chmodSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as sp from '../../lib/index.js';
+
+const T = realpathSync(mkdtempSync(join(tmpdir(), 'spawnpool-pathcache-')));
+const A = join(T, 'a');
+const B = join(T, 'b');
+const M = join(T, 'missing');       // not there at first
+const X = join(T, 'elsewhere');
+for (const d of [A, B, X]) mkdirSync(d);
+after(() => rmSync(T, { recursive: true, force: true }));
+before(() => sp.ready());
+
+/** A script at `path` that prints `label`. */
+function prog(path, label, mode = 0o755) {
+  writeFileSync(path, `#!/bin/sh\necho ${label}\n`);
+  chmodSync(path, mode);
+}
+
+/** What running `prog` with this PATH gives: its output, or the error code. */
+function run(spawn, path) {
+  return new Promise((resolve) => {
+    let out = '';
+    let child;
+    try {
+      child = spawn('prog', [], { env: { PATH: path }, stdio: ['ignore', 'pipe', 'ignore'] });
+    } catch (err) {
+      resolve(`threw ${err.code}`);
+      return;
+    }
+    child.stdout.setEncoding('utf8').on('data', (d) => { out += d; });
+    child.on('error', (err) => resolve(`error ${err.code}`));
+    child.on('close', (code) => resolve(code === 0 ? out.trim() : `exit ${code}`));
+  });
+}
+
+/** Both implementations, started in the same tick as the change before them. */
+async function both(path) {
+  const [node, pool] = await Promise.all([run(cp.spawn, path), run(sp.spawn, path)]);
+  const [node2, pool2] = await Promise.all([run(cp.spawn, path), run(sp.spawn, path)]);
+  return { node, pool, node2, pool2 };
+}
+
+async function step(name, change, path, expected) {
+  change();
+  const r = await both(path);
+  assert.deepEqual(r, { node: expected, pool: expected, node2: expected, pool2: expected }, name);
+}
+
+test('a change to a PATH directory is seen by the very next spawn', async () => {
+  const path = `${A}:${B}`;
+  await step('only b has it', () => prog(join(B, 'prog'), 'b'), path, 'b');
+  await step('a earlier on PATH gets it', () => prog(join(A, 'prog'), 'a'), path, 'a');
+  await step('a loses its x bit', () => chmodSync(join(A, 'prog'), 0o644), path, 'b');
+  await step('a gets it back', () => chmodSync(join(A, 'prog'), 0o755), path, 'a');
+  await step('replaced by a rename over it', () => {
+    prog(join(T, 'new'), 'a2');
+    renameSync(join(T, 'new'), join(A, 'prog'));
+  }, path, 'a2');
+  await step('a loses it', () => unlinkSync(join(A, 'prog')), path, 'b');
+  await step('b renames it away', () => renameSync(join(B, 'prog'), join(B, 'other')), path, 'error ENOENT');
+  await step('b gets it back by rename', () => renameSync(join(B, 'other'), join(B, 'prog')), path, 'b');
+});
+
+test('a missing PATH directory that appears later is searched again', async () => {
+  const path = `${join(M, 'sub')}:${B}`;
+  await step('missing dir', () => {}, path, 'b');
+  await step('the dir appears with the program', () => {
+    mkdirSync(join(M, 'sub'), { recursive: true });
+    prog(join(M, 'sub', 'prog'), 'm');
+  }, path, 'm');
+  await step('the dir goes away', () => rmSync(M, { recursive: true }), path, 'b');
+});
+
+test('a symlinked program whose target vanishes falls through to the next entry', async () => {
+  const path = `${A}:${B}`;
+  prog(join(X, 'real'), 'x');
+  await step('a/prog links to x', () => symlinkSync(join(X, 'real'), join(A, 'prog')), path, 'x');
+  // The target is in a directory nobody watches: the hit is checked anyway.
+  await step('the target vanishes', () => unlinkSync(join(X, 'real')), path, 'b');
+  await step('the target comes back', () => prog(join(X, 'real'), 'x2'), path, 'x2');
+  unlinkSync(join(A, 'prog'));
+});
+
+test('a directory whose search permission goes is skipped (as uid 65534 it would be EACCES)', async () => {
+  const path = `${A}:${B}`;
+  prog(join(A, 'prog'), 'a');
+  await step('a has it', () => {}, path, 'a');
+  await step('a directory is replaced by a file', () => {
+    rmSync(A, { recursive: true });
+    writeFileSync(A, 'not a directory');
+  }, path, 'b');
+  await step('and back', () => {
+    rmSync(A);
+    mkdirSync(A);
+    prog(join(A, 'prog'), 'a3');
+  }, path, 'a3');
+});
