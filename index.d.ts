@@ -72,7 +72,7 @@ export interface PoolOptions {
    * Children each server keeps started ahead of need (0-256), whose pids
    * spawn() hands out at once; plus a quarter as many (at least 1) parked as
    * session leaders for `detached` spawns. 0: the pid comes with 'spawn'.
-   * @default $SPAWNPOOL_PARKED, else 8
+   * @default $SPAWNPOOL_PARKED, else 32
    */
   parked?: number;
 }

@@ -127,7 +127,7 @@ async function main() {
   }
   if (config.sections.micro) {
     const trueBin = realpathSync(which('true') ?? '/bin/true');
-    results.micro.raw = await runMicro({ benchDir, config, builds, env, progress, trueBin });
+    results.micro.raw = await runMicro({ benchDir, config, builds, env, progress, trueBin, bun: tools.bun?.path ?? null });
     results.micro.summary = summarizeMicro(results.micro.raw);
   }
   results.targets = computeTargets(results);

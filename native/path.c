@@ -119,8 +119,7 @@ struct entry {
 };
 
 static struct entry cache[SLOTS];
-static int ifd = -1;
-static int cache_off;           /* inotify unusable here: search every time */
+static int ifd = -1;            /* -1: inotify unusable here, search every time */
 
 static const uint32_t k_watch = IN_CREATE | IN_DELETE | IN_MOVED_FROM |
 	IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
@@ -137,7 +136,6 @@ static void disable(const char *what)
 {
 	DBG("PATH cache off: %s: %s", what, strerror(errno));
 	clear_cache();
-	cache_off = 1;
 	if (ifd >= 0 && close(ifd) < 0)
 		DBG("close(inotify): %s", strerror(errno));
 	ifd = -1;
@@ -253,6 +251,12 @@ static void remember(const char *path_env, const char *file,
 	e->found = memcpy(mem + lp + lf + 2, found, lr + 1);
 }
 
+void path_init(void)
+{
+	if ((ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+		disable("inotify_init1");
+}
+
 int path_search(const char *file, const char *path_env, const char *cwd,
 		char *buf, char *scratch, size_t bufsz, const char **out)
 {
@@ -265,10 +269,7 @@ int path_search(const char *file, const char *path_env, const char *cwd,
 		return 0;
 	if (!path_env)
 		path_env = "/usr/bin:/bin";
-	if (!cache_off && ifd < 0 &&
-	    (ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
-		disable("inotify_init1");
-	if (cache_off)
+	if (ifd < 0)
 		return search(file, path_env, cwd, buf, scratch, bufsz, out,
 			      &hit_end, &cacheable);
 	drain();

@@ -11,6 +11,10 @@
  * `cwd` (NULL: the server's) resolves relative entries as the child will.
  * buf holds the result; both buffers are bufsz bytes. Programs found are
  * remembered, exactly: see path.c. */
+/* Opens the inotify instance that keeps found programs exact (path.c);
+ * without one, every lookup searches. */
+void path_init(void);
+
 int path_search(const char *file, const char *path_env, const char *cwd,
 		char *buf, char *scratch, size_t bufsz, const char **out);
 

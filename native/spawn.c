@@ -113,6 +113,7 @@ int spawn_init(const char **what)
 	long page = sysconf(_SC_PAGESIZE);
 	char *stack;
 
+	path_init();    /* without inotify, PATH is searched every time */
 	*what = "open";
 	devnull_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	devnull_rw = open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -12,16 +12,16 @@ function lastJson(r) {
   return JSON.parse(line);
 }
 
-async function nodeScript(benchDir, script, args, env, timeoutMs) {
-  return lastJson(await runCapture(process.execPath, [join(benchDir, 'micro', script), ...args], { env, timeoutMs }));
+async function nodeScript(benchDir, script, args, env, timeoutMs, runtime = process.execPath) {
+  return lastJson(await runCapture(runtime, [join(benchDir, 'micro', script), ...args], { env, timeoutMs }));
 }
 
 const byImpl = (results, impl) => results.find((r) => r.impl === impl) ?? null;
 
 /** Run every micro-benchmark; failures are recorded, never thrown. */
-export async function runMicro({ benchDir, config, builds, env, progress, trueBin }) {
+export async function runMicro({ benchDir, config, builds, env, progress, trueBin, bun = null }) {
   const m = config.micro;
-  const out = { trueBin, ceiling: [], raw: [], eld: null, heaps: [], errors: [] };
+  const out = { trueBin, ceiling: [], raw: [], bun: [], eld: null, heaps: [], errors: [] };
   const attempt = async (what, fn) => {
     try {
       return await fn();
@@ -42,6 +42,11 @@ export async function runMicro({ benchDir, config, builds, env, progress, trueBi
     progress.status(`${tag} · raw spawn throughput (true, ${m.concurrency} in flight)`);
     const raw = await attempt('raw', () => nodeScript(benchDir, 'spawn-rate.js', ['--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 90_000));
     if (raw) out.raw.push(raw);
+    if (bun) {
+      progress.status(`${tag} · Bun.spawn under Bun, for reference`);
+      const b = await attempt('bun', () => nodeScript(benchDir, 'spawn-rate.js', ['--impls', 'bun', '--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 90_000, bun));
+      if (b) out.bun.push(b);
+    }
   }
   progress.status(`micro · event-loop delay at ${m.rate} spawns/s (${m.eldSeconds}s each)`);
   out.eld = await attempt('event-loop', () => nodeScript(benchDir, 'event-loop.js', ['--seconds', String(m.eldSeconds), '--rate', String(m.rate), '--file', trueBin], env, 90_000));
@@ -64,7 +69,16 @@ export function summarizeMicro(micro) {
     const r = micro.eld ? byImpl(micro.eld.results, impl) : null;
     return r && !r.unavailable && Number.isFinite(r.eldP99) ? r : null;
   };
+  // CPU µs per spawn by where it runs, medians over the rounds.
+  const cpu = (runs, impl) => {
+    const per = runs.map((r) => byImpl(r.results, impl)?.cpu).filter(Boolean);
+    if (per.length === 0) return null;
+    return Object.fromEntries(['main', 'threads', 'servers', 'children'].map((k) => [k, median(per.map((c) => c[k]))]));
+  };
+  const bunRuns = micro.bun ?? [];
   return {
+    cpu: { node: cpu(micro.raw, 'node'), spawnpool: cpu(micro.raw, 'spawnpool'), bun: cpu(bunRuns, 'bun') },
+    bunRate: bunRuns.length ? rate(bunRuns, 'bun') : null,
     ceiling: median(micro.ceiling.map((c) => c.rate)),
     ceilingThreads: micro.ceiling[0]?.threads ?? null,
     raw: { node: rate(micro.raw, 'node'), spawnpool: rate(micro.raw, 'spawnpool') },

@@ -96,6 +96,13 @@ function microTable(results) {
   const cfg = results.config.micro;
   lines.push(row([`raw spawns/s (\`true\`, ${cfg.concurrency} in flight)`, n(m.raw.node, rate), sp(m.raw.spawnpool, rate),
     m.ceiling ? `C posix_spawn loop, ${m.ceilingThreads} threads: ${rate(m.ceiling)} (node ${fmtRatio(ratio(m.raw.node, m.ceiling))}, spawnpool ${fmtRatio(ratio(m.raw.spawnpool, m.ceiling))})` : 'C ceiling not built']));
+  const c = m.cpu ?? {};
+  const us = (v) => (v == null ? '–' : `${v.toFixed(0)} µs`);
+  const cpuCell = (x) => (x == null ? '–' : `${us(x.main)} main · ${us(x.threads)} other threads · ${us(x.servers)} servers · ${us(x.children)} children`);
+  if (c.node || c.spawnpool) {
+    lines.push(row(['CPU per spawn (same runs)', cpuCell(c.node), m.spawnpoolUnavailable ? na : cpuCell(c.spawnpool),
+      c.bun ? `Bun.spawn under Bun: ${cpuCell(c.bun)} (${rate(m.bunRate)})` : 'main = the event-loop thread']));
+  }
   const e = m.eld;
   const eld = (x) => `${x.eldP99.toFixed(1)} ms (max ${x.eldMax.toFixed(0)}; ${fmtNum(x.achieved)}/s achieved)`;
   const floorText = e.floor ? `; this machine's floor (same load from another process): ${e.floor.eldP99.toFixed(1)} ms` : '';

@@ -2,6 +2,7 @@
 // implementation, holding memory, reading spawn servers' RSS.
 import { readFileSync, readdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { EventEmitter } from 'node:events';
 
 /** Why spawnpool results are withheld when its pool fell back to node:child_process. */
 export const NOT_NATIVE = 'spawnpool not built (native server missing; it fell back to node:child_process)';
@@ -18,9 +19,23 @@ export function flags(defaults) {
   return out;
 }
 
-/** { spawn, lib } for "node" or "spawnpool", or { unavailable } when spawnpool cannot load. */
+/**
+ * Bun.spawn behind the little of ChildProcess that spawnOnce() uses, for a
+ * reference run under Bun: 'close' once the child exited.
+ */
+function bunSpawn(file, args) {
+  const child = new EventEmitter();
+  globalThis.Bun.spawn([file, ...args], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+    onExit: () => child.emit('close'),
+  });
+  return child;
+}
+
+/** { spawn, lib } for "node", "spawnpool" or "bun" (Bun.spawn, under Bun), or { unavailable }. */
 export async function loadImpl(name) {
   if (name === 'node') return { spawn: (await import('node:child_process')).spawn, lib: null };
+  if (name === 'bun') return globalThis.Bun ? { spawn: bunSpawn, lib: null } : { unavailable: 'Bun.spawn needs Bun' };
   try {
     const lib = await import('spawnpool');
     if (typeof lib.spawn !== 'function') throw new Error('spawnpool exports no spawn()');
