@@ -70,9 +70,9 @@ export interface PoolOptions {
   window?: number;
   /**
    * Children each server keeps started ahead of need (0-256), whose pids
-   * spawn() hands out at once; plus a quarter as many (at least 1) parked as
+   * spawn() hands out at once; plus a quarter as many (1 to 4) parked as
    * session leaders for `detached` spawns. 0: the pid comes with 'spawn'.
-   * @default $SPAWNPOOL_PARKED, else 32
+   * @default $SPAWNPOOL_PARKED, else 32 (256 / servers when a pool has more than 8, at least 8)
    */
   parked?: number;
 }

@@ -33,7 +33,13 @@ const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 5_000;
 // Parked children each server keeps (pids handed out by spawn() at once),
 // and how long spawn() waits for one when a burst has taken them all.
+// Parked children per server by default: 32 (a few dozen spawns in flight
+// per server without waiting for pids), fewer when the pool has many
+// servers, so that one pool parks at most about 256 tasks (they count
+// against pids.max, TasksMax and RLIMIT_NPROC), and never fewer than 8.
 export const DEFAULT_PARKED = 32;
+export const PARKED_PER_POOL = 256;
+export const defaultParked = (servers) => Math.max(8, Math.min(DEFAULT_PARKED, Math.floor(PARKED_PER_POOL / servers)));
 const PARK_WAIT_MS = 1_000;
 const PARK_POLL_MS = 0.05;
 // A dynamic pool (min < max) starts another server when every server has
@@ -68,7 +74,7 @@ export class Pool {
     this.strategy = options.strategy ?? 'least-busy';
     this.binary = options.server ?? envVar('SPAWNPOOL_SERVER') ?? defaultBinary();
     this.window = options.window ?? 256 * 1024;
-    this.parked = options.parked ?? DEFAULT_PARKED;
+    this.parked = options.parked ?? defaultParked(max);
     this.servers = [];
     this.closed = false;
     this.started = false;

@@ -372,14 +372,12 @@ function programErrno(file, path) {
  * would succeed as far as can be told from here, else the positive errno
  * (constants.errno.*) it would return. `argv` includes argv[0]; `env` is the
  * child's whole environment as "NAME=value" strings; `cwd` is absolute.
- * `chdir: false` says the child stays in this process's cwd (no `cwd`
- * option): then, as for Node's, nothing about the cwd can fail.
- * @param {{ file: string, argv: string[], env: string[], cwd: string, uid?: number, gid?: number, chdir?: boolean }} spawnArgs
+ * @param {{ file: string, argv: string[], env: string[], cwd: string, uid?: number, gid?: number }} spawnArgs
  * @returns {number}
  */
-export function checkSpawn({ file, argv, env, cwd, uid, gid, chdir = true }) {
+export function checkSpawn({ file, argv, env, cwd, uid, gid }) {
   if (self === null) readSelf();
-  let e = chdir ? cwdErrno(cwd) : 0;
+  let e = cwdErrno(cwd);
   if (e !== 0) return e;
   if (gid !== undefined) {
     e = idErrno(gid, self.gidMap, self.setgid, self.rgid, self.sgid);

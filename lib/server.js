@@ -41,7 +41,7 @@ const fdOf = (stream) => {
 // The server keeps only what it needs from our environment: sanitizer and
 // debug switches. Children get their env in each SPAWN, never the server's.
 const passEnv = (env) => Object.fromEntries(Object.entries(env).filter(([k]) =>
-  k.startsWith('SPAWND_') || k.endsWith('SAN_OPTIONS')));
+  k.startsWith('SPAWND_') || k === 'SPAWNPOOL_PATH_CACHE' || k.endsWith('SAN_OPTIONS')));
 
 // What the server's exit status says (docs/protocol.md, "Lifetime").
 const EXIT_MEANING = {

@@ -147,7 +147,6 @@ export function createSpawn(getPool) {
     // with no pid and no server involved.
     const errno = checkSpawn({
       file: request.file, argv: request.argv, env: request.env, cwd: request.cwd, uid: opts.uid, gid: opts.gid,
-      chdir: norm.cwd != null,
     });
     if (errno !== 0 && throwsSynchronously(errno)) throw spawnError(errno);
     const child = new ChildProcess();

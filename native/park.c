@@ -97,6 +97,7 @@ static uint8_t *feed_out;       /* announcements the feed has not taken yet */
 static size_t feed_len, feed_cap;
 
 static const char parked_name[] = "spawnd:parked";
+enum { PARK_PER_TURN = 8, LEADERS_MAX = 4 };
 static const uint64_t k_all_sigs = ~(uint64_t)0;
 
 static void park_settle(void);
@@ -247,7 +248,10 @@ uint32_t park_start(uint32_t want)
 	self_pid = getpid();
 	self_pgrp = getpgrp();
 	target = want > SPAWND_PARK_MAX ? SPAWND_PARK_MAX : want;
-	target_leaders = target ? (target / 4 ? target / 4 : 1) : 0;
+	/* Session leaders, for detached spawns: a quarter as many, 1 to 4. */
+	target_leaders = target / 4 > LEADERS_MAX ? LEADERS_MAX : target / 4;
+	if (target && !target_leaders)
+		target_leaders = 1;
 	return target;
 }
 
@@ -512,8 +516,11 @@ int park_refill(void)
 		retry_at = now + 10;
 		return 10;
 	}
+	/* A few per loop turn (about 20 µs each): SPAWNs that arrive while
+	 * the stash fills, at start or after a burst, are not held up. */
 	r = 0;
-	while (r == 0 && (n_parked < target || n_leaders < target_leaders))
+	for (int n = 0; r == 0 && n < PARK_PER_TURN &&
+	     (n_parked < target || n_leaders < target_leaders); n++)
 		r = park_one(n_leaders < target_leaders && (n_parked >= target || n_leaders == 0));
 	if (sigprocmask(SIG_SETMASK, &old, NULL) < 0)  /* cannot fail: valid set */
 		DBG("sigprocmask: %s", strerror(errno));
@@ -522,6 +529,8 @@ int park_refill(void)
 		retry_at = now + 10;
 		return target ? 10 : -1;
 	}
+	if (n_parked < target || n_leaders < target_leaders)
+		return 0;
 	return feed_len > 0 ? 10 : -1;
 }
 

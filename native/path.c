@@ -12,6 +12,7 @@
  * of a stat per entry tried. Directories inotify cannot vouch for (network
  * and FUSE file systems) are never cached through. */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,8 +165,9 @@ static void drain(void)
 		clear_cache();
 }
 
-/* inotify sees only this kernel's changes: not those of other NFS, SMB,
- * Ceph, AFS or 9p clients, nor what a FUSE daemon decides. */
+/* inotify sees only this kernel's changes, and only where this kernel
+ * makes them: local file systems only (not NFS, SMB, Ceph, Lustre, GPFS,
+ * FUSE, 9p, or a VM's shared folders, whose changes come from elsewhere). */
 static int local_fs(const char *dir)
 {
 	struct statfs st;
@@ -173,43 +175,89 @@ static int local_fs(const char *dir)
 	if (statfs(dir, &st) < 0)
 		return 0;
 	switch ((uint32_t)st.f_type) {
-	case 0x6969:            /* NFS */
-	case 0x517B:            /* SMB */
-	case 0xFF534D42:        /* CIFS */
-	case 0xFE534D42:        /* SMB2 */
-	case 0x65735546:        /* FUSE */
-	case 0x01021997:        /* 9p */
-	case 0x00C36400:        /* Ceph */
-	case 0x6B414653:        /* AFS */
-	case 0x73757245:        /* Coda */
-	case 0x7461636F:        /* OCFS2 */
-	case 0x01161970:        /* GFS2 */
-		return 0;
-	default:
+	case 0xEF53:            /* ext2/3/4 */
+	case 0x58465342:        /* XFS */
+	case 0x9123683E:        /* Btrfs */
+	case 0x01021994:        /* tmpfs */
+	case 0x858458F6:        /* ramfs */
+	case 0x794C7630:        /* overlayfs */
+	case 0x73717368:        /* squashfs */
+	case 0xE0F5E1E2:        /* EROFS */
+	case 0xF2F52010:        /* F2FS */
+	case 0x2FC12FC1:        /* ZFS */
+	case 0xCA451A4E:        /* bcachefs */
+	case 0x3153464A:        /* JFS */
+	case 0x52654973:        /* ReiserFS */
+	case 0x4D44:            /* FAT */
+	case 0x2011BAB0:        /* exFAT */
+	case 0x7366746E:        /* NTFS */
+	case 0x9660:            /* ISO 9660 */
+	case 0x15013346:        /* UDF */
 		return 1;
+	default:
+		return 0;
 	}
 }
 
-/* Watches dir[0..len), or its nearest existing ancestor if it is missing
- * (its creation is then an event there). 0, or -1 if it cannot be. */
+static int add_watch(const char *path)
+{
+	if (inotify_add_watch(ifd, path, k_watch) < 0) {
+		DBG("inotify_add_watch(%s): %s", path, strerror(errno));
+		return -1;
+	}
+	return local_fs(path) ? 0 : -1;
+}
+
+/* Watches the directory that holds path's last component. */
+static int add_parent_watch(char *path)
+{
+	char *slash = strrchr(path, '/');
+	int r;
+
+	if (slash == path)
+		return add_watch("/");
+	*slash = '\0';
+	r = add_watch(path);
+	*slash = '/';
+	return r;
+}
+
+/* Watches so that any change to what dir[0..len) names is an event: the
+ * directory itself; for each symlink on the way, the directory holding it
+ * (re-pointing it is an event there); if part of it is missing, the
+ * directory its first missing component would appear in. A dangling
+ * symlink on the way (its target may appear anywhere) cannot be watched.
+ * Nor can symlinks inside a symlink's target path: the kernel follows those
+ * unseen (docs/protocol.md). 0, or -1 if it cannot be watched. */
 static int watch_dir(const char *dir, size_t len)
 {
-	char path[4096];
+	char path[PATH_MAX];
+	struct stat st;
+	size_t end = 1;
 
 	if (len == 0 || dir[0] != '/' || len >= sizeof(path))
 		return -1;              /* relative: depends on the cwd */
 	memcpy(path, dir, len);
 	path[len] = '\0';
 	for (;;) {
-		if (inotify_add_watch(ifd, path, k_watch) >= 0)
-			return local_fs(path) ? 0 : -1;
-		if ((errno != ENOENT && errno != ENOTDIR) || strcmp(path, "/") == 0)
+		char saved;
+
+		while (end < len && path[end] != '/')
+			end++;
+		saved = path[end];
+		path[end] = '\0';
+		if (lstat(path, &st) < 0) {
+			int missing = errno == ENOENT || errno == ENOTDIR;
+
+			return missing ? add_parent_watch(path) : -1;
+		}
+		if (S_ISLNK(st.st_mode) &&
+		    (stat(path, &st) < 0 || add_parent_watch(path) < 0))
 			return -1;
-		char *slash = strrchr(path, '/');
-		if (slash == path)
-			slash[1] = '\0';
-		else
-			*slash = '\0';
+		path[end] = saved;
+		if (end >= len)
+			return add_watch(path);
+		end++;
 	}
 }
 
@@ -225,24 +273,27 @@ static size_t slot_of(const char *path_env, const char *file)
 	return h % SLOTS;
 }
 
-/* Remembers `found` for (path_env, file) if every entry up to hit_end can
- * be watched. */
-static void remember(const char *path_env, const char *file,
-		     const char *found, const char *hit_end)
+/* Watches every entry of path_env up to hit_end; 0, or -1 if one cannot be. */
+static int watch_upto(const char *path_env, const char *hit_end)
+{
+	for (const char *p = path_env;; ) {
+		const char *end = strchrnul(p, ':');
+
+		if (watch_dir(p, (size_t)(end - p)) < 0)
+			return -1;
+		if (end >= hit_end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+/* Remembers `found` for (path_env, file). */
+static void remember(const char *path_env, const char *file, const char *found)
 {
 	size_t lp = strlen(path_env), lf = strlen(file), lr = strlen(found);
 	struct entry *e = &cache[slot_of(path_env, file)];
 	char *mem;
 
-	for (const char *p = path_env;; ) {
-		const char *end = strchrnul(p, ':');
-
-		if (watch_dir(p, (size_t)(end - p)) < 0)
-			return;
-		if (end >= hit_end)
-			break;
-		p = end + 1;
-	}
 	if (!(mem = malloc(lp + lf + lr + 3)))
 		return;
 	free(e->path_env);
@@ -253,6 +304,10 @@ static void remember(const char *path_env, const char *file,
 
 void path_init(void)
 {
+	const char *opt = getenv("SPAWNPOOL_PATH_CACHE");
+
+	if (opt && strcmp(opt, "0") == 0)
+		return;                 /* asked for no cache (no inotify instance) */
 	if ((ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
 		disable("inotify_init1");
 }
@@ -260,6 +315,7 @@ void path_init(void)
 int path_search(const char *file, const char *path_env, const char *cwd,
 		char *buf, char *scratch, size_t bufsz, const char **out)
 {
+	static char first[PATH_MAX];
 	const char *hit_end;
 	struct entry *e;
 	int r, cacheable = 1;
@@ -287,7 +343,16 @@ int path_search(const char *file, const char *path_env, const char *cwd,
 	cacheable = 1;
 	r = search(file, path_env, cwd, buf, scratch, bufsz, out, &hit_end,
 		   &cacheable);
-	if (r == 0 && cacheable)
-		remember(path_env, file, buf, hit_end);
+	if (r < 0 || !cacheable || strlen(buf) >= sizeof(first) ||
+	    watch_upto(path_env, hit_end) < 0)
+		return r;
+	/* A change made between that search and the watches made no event:
+	 * search again, now that any later change would; remember the answer
+	 * only if it held. */
+	strcpy(first, buf);
+	r = search(file, path_env, cwd, buf, scratch, bufsz, out, &hit_end,
+		   &cacheable);
+	if (r == 0 && cacheable && strcmp(first, buf) == 0)
+		remember(path_env, file, buf);
 	return r;
 }

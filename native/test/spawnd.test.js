@@ -607,6 +607,18 @@ test('parked: HELLO asks for 3, S_HELLO grants 3; three pids and one session lea
   await c.exit;
 });
 
+test('parked: 32 asked, 32 parked and 4 session leaders (a quarter, at most 4)', async () => {
+  const c = new Conn({ parked: 32 });
+  assert.equal((await c.frame((m) => m.type === P.T.S_HELLO)).parked, 32);
+  for (let i = 0; i < 500 && (c.pids.length < 32 || c.leaders.length < 4); i++) {
+    await sleep(10);
+  }
+  await sleep(100);
+  assert.deepEqual([c.pids.length, c.leaders.length], [32, 4]);
+  c.close();
+  await c.exit;
+});
+
 test('parked: a SPAWN names a pid, the program runs as that pid (no SPAWNED), a replacement is announced, the zombie waits for REAP', async () => {
   const c = new Conn({ parked: 1 });
   const pid = await c.parkedPid();

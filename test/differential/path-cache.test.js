@@ -109,3 +109,42 @@ test('a directory whose search permission goes is skipped (as uid 65534 it would
     prog(join(A, 'prog'), 'a3');
   }, path, 'a3');
 });
+
+// Each directory below is a fresh one of its own: a directory an earlier
+// step watched (the nearest ancestor of a missing one, say) would report
+// the change whatever the code under test does.
+const fresh = (name) => {
+  const d = realpathSync(mkdtempSync(join(tmpdir(), `spawnpool-pathcache-${name}-`)));
+  after(() => rmSync(d, { recursive: true, force: true }));
+  return d;
+};
+
+test('a PATH directory reached through a symlink that is re-pointed (ln -sfn) is seen', async () => {
+  const versions = fresh('versions');
+  const home = fresh('link');
+  const link = join(home, 'current');   // like /opt/x/current/bin
+  for (const v of ['v1', 'v2']) mkdirSync(join(versions, v, 'bin'), { recursive: true });
+  prog(join(versions, 'v2', 'bin', 'prog'), 'v2');
+  prog(join(B, 'prog'), 'b');
+  symlinkSync(join(versions, 'v1'), link);
+  const path = `${join(link, 'bin')}:${B}`;
+  await step('v1 has none', () => {}, path, 'b');
+  await step('the link is re-pointed at v2', () => {
+    symlinkSync(join(versions, 'v2'), join(home, 'current.new'));
+    renameSync(join(home, 'current.new'), link);
+  }, path, 'v2');
+});
+
+test('a dangling symlink on PATH whose target appears later is seen', async () => {
+  const targets = fresh('targets');
+  const home = fresh('dangling');
+  const dangling = join(home, 'dangling');
+  symlinkSync(join(targets, 'later'), dangling);
+  prog(join(B, 'prog'), 'b');
+  const path = `${join(dangling, 'bin')}:${B}`;
+  await step('the link leads nowhere', () => {}, path, 'b');
+  await step('its target appears, with the program', () => {
+    mkdirSync(join(targets, 'later', 'bin'), { recursive: true });
+    prog(join(targets, 'later', 'bin', 'prog'), 'later');
+  }, path, 'later');
+});
