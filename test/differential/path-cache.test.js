@@ -9,7 +9,7 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as cp from 'node:child_process';
 import {
-  chmodSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync,
+  chmodSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -147,4 +147,35 @@ test('a dangling symlink on PATH whose target appears later is seen', async () =
     mkdirSync(join(targets, 'later', 'bin'), { recursive: true });
     prog(join(targets, 'later', 'bin', 'prog'), 'later');
   }, path, 'later');
+});
+
+const inotifyFds = (pid) => readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+  try {
+    return readlinkSync(`/proc/${pid}/fd/${fd}`) === 'anon_inode:inotify';
+  } catch {
+    return false;
+  }
+}).length;
+
+test('SPAWNPOOL_PATH_CACHE=0: the server holds no inotify instance, and lookups stay right', async () => {
+  const withCache = sp.stats().servers.map((s) => s.pid).filter(Boolean);
+  assert.ok(withCache.length > 0);
+  for (const pid of withCache) assert.equal(inotifyFds(pid), 1, `server ${pid} of the default pool`);
+  process.env.SPAWNPOOL_PATH_CACHE = '0';
+  const pool = sp.createPool({ size: 1 });
+  try {
+    await pool.ready();
+    delete process.env.SPAWNPOOL_PATH_CACHE;
+    const [pid] = pool.stats().servers.map((s) => s.pid);
+    assert.equal(inotifyFds(pid), 0);
+    const path = `${A}:${B}`;
+    prog(join(B, 'prog'), 'b');
+    rmSync(join(A, 'prog'), { force: true });
+    assert.equal(await run(pool.spawn, path), 'b');
+    prog(join(A, 'prog'), 'a');
+    assert.equal(await run(pool.spawn, path), 'a');
+  } finally {
+    delete process.env.SPAWNPOOL_PATH_CACHE;
+    await pool.close();
+  }
 });

@@ -4,7 +4,7 @@ import { test, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Pool, GROW_AT } from '../../lib/pool.js';
+import { Pool, GROW_AT, defaultParked } from '../../lib/pool.js';
 import { createPool } from '../../lib/index.js';
 import { isGone } from '../helpers/leaks.js';
 
@@ -185,4 +185,12 @@ test('real servers: a burst grows the pool to max, idleness shrinks it back to m
   assert.equal(code, 0);
   await pool.close();
   assert.ok(pids.every(isGone), 'no server left after close()');
+});
+
+test('parked children by default: 32 per server, at most 256 per pool, at least 8 per server; the option and its variable win', () => {
+  assert.deepEqual([1, 2, 8, 9, 16, 32, 64, 256].map(defaultParked), [32, 32, 32, 28, 16, 8, 8, 8]);
+  assert.equal(new Pool({ size: 2 }).parked, 32);
+  assert.equal(new Pool({ size: 16 }).parked, 16);
+  assert.equal(new Pool({ min: 1, max: 64 }).parked, 8, 'sized for the most servers the pool may have');
+  assert.equal(new Pool({ size: 16, parked: 3 }).parked, 3);
 });
