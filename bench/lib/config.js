@@ -79,6 +79,7 @@ export function parseConfig(argv) {
       rate: 1000,
       concurrency: 64,
       heaps: quick ? [50, 1024] : [50, 2048, 4096],
+      coldStarts: quick ? 3 : 7,
     },
   };
 }

@@ -21,7 +21,7 @@ const byImpl = (results, impl) => results.find((r) => r.impl === impl) ?? null;
 /** Run every micro-benchmark; failures are recorded, never thrown. */
 export async function runMicro({ benchDir, config, builds, env, progress, trueBin, bun = null }) {
   const m = config.micro;
-  const out = { trueBin, ceiling: [], raw: [], bun: [], eld: null, heaps: [], errors: [] };
+  const out = { trueBin, ceiling: [], raw: [], bun: [], eld: null, heaps: [], cold: [], errors: [] };
   const attempt = async (what, fn) => {
     try {
       return await fn();
@@ -46,6 +46,13 @@ export async function runMicro({ benchDir, config, builds, env, progress, trueBi
       progress.status(`${tag} · Bun.spawn under Bun, for reference`);
       const b = await attempt('bun', () => nodeScript(benchDir, 'spawn-rate.js', ['--impls', 'bun', '--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 90_000, bun));
       if (b) out.bun.push(b);
+    }
+  }
+  for (let i = 0; i < (m.coldStarts ?? 0); i++) {
+    progress.status(`micro · first spawn of a fresh process ${i + 1}/${m.coldStarts}`);
+    for (const impl of ['node', 'spawnpool']) {
+      const c = await attempt(`cold start ${impl}`, () => nodeScript(benchDir, 'cold-start.js', ['--impl', impl, '--file', trueBin], env, 30_000));
+      if (c) out.cold.push(c);
     }
   }
   progress.status(`micro · event-loop delay at ${m.rate} spawns/s (${m.eldSeconds}s each)`);
@@ -76,7 +83,13 @@ export function summarizeMicro(micro) {
     return Object.fromEntries(['main', 'threads', 'servers', 'children'].map((k) => [k, median(per.map((c) => c[k]))]));
   };
   const bunRuns = micro.bun ?? [];
+  const cold = (impl) => {
+    const runs = (micro.cold ?? []).filter((c) => c.impl === impl && c.toCloseMs != null);
+    if (runs.length === 0) return null;
+    return Object.fromEntries(['importMs', 'callMs', 'toSpawnMs', 'toCloseMs'].map((k) => [k, median(runs.map((c) => c[k]))]));
+  };
   return {
+    cold: { node: cold('node'), spawnpool: cold('spawnpool') },
     cpu: { node: cpu(micro.raw, 'node'), spawnpool: cpu(micro.raw, 'spawnpool'), bun: cpu(bunRuns, 'bun') },
     bunRate: bunRuns.length ? rate(bunRuns, 'bun') : null,
     ceiling: median(micro.ceiling.map((c) => c.rate)),

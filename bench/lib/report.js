@@ -36,6 +36,31 @@ export function computeTargets(results) {
     const rss = mic.serverRss.servers.length ? Math.max(...mic.serverRss.servers.map((s) => s.rssKB)) : null;
     add('spawn server RSS < 2 MB', sp(rss), (v) => `${fmtNum(v)} KB (max of ${mic.serverRss.servers.length})`, (v) => v < 2048, why('no server found'));
   }
+  // Issue 12's targets ("ahead of Go and Rust").
+  add('echo: spawnpool ≥ 1.0x Rust', sp(ratio(rpsOf(results, 'echo', 'spawnpool'), rpsOf(results, 'echo', 'rust'))), fmtRatio, (v) => v >= 1.0, why('spawnpool or Rust did not run'));
+  add('163 KB: spawnpool ≥ 1.1x Go', sp(ratio(rpsOf(results, 'cat', 'spawnpool'), rpsOf(results, 'cat', 'go'))), fmtRatio, (v) => v >= 1.1, why('spawnpool or Go did not run'));
+  add('163 KB: spawnpool ahead of Bun', sp(ratio(rpsOf(results, 'cat', 'spawnpool'), rpsOf(results, 'cat', 'bun'))), fmtRatio, (v) => v > 1.0, why('spawnpool or Bun did not run'));
+  for (const [w, label] of [['echo', 'echo'], ['cat', '163 KB']]) {
+    const own = find(results, w, 'spawnpool')?.summary?.budget?.total ?? null;
+    const rust = find(results, w, 'rust')?.summary?.budget?.total ?? null;
+    add(`${label}: machine CPU per request ≤ Rust's`, sp(own !== null && rust !== null ? own : null),
+      (v) => `${fmtNum(v)} µs vs Rust ${fmtNum(rust)} µs`, (v) => v <= rust, why('no budget for spawnpool or Rust'));
+  }
+  if (mic) {
+    const cpu = mic.cpu?.spawnpool ?? null;
+    add('Node main-thread CPU per spawn ≤ 35 µs', sp(cpu?.main ?? null), (v) => `${fmtNum(v)} µs (\`true\`, stdio ignored)`, (v) => v <= 35, why('not measured'));
+    const echoServers = find(results, 'echo', 'spawnpool')?.summary?.budget?.servers ?? null;
+    const servers = echoServers ?? cpu?.servers ?? null;
+    add('spawn-server CPU per spawn ≤ 50 µs', sp(servers),
+      (v) => `${fmtNum(v)} µs (${echoServers !== null ? 'echo, stdout piped' : '`true`, stdio ignored'})`, (v) => v <= 50, why('not measured'));
+    const e = mic.eld.spawnpool;
+    const fl = mic.eld.floor;
+    add(`event-loop delay p99 ≤ floor + 0.5 ms at ${results.config.micro.rate} spawns/s`, sp(e && fl ? e.eldP99 - fl.eldP99 : null),
+      (v) => `floor + ${v.toFixed(1)} ms`, (v) => v <= 0.5, why('not measured'));
+    const cold = mic.cold?.spawnpool ?? null;
+    add('first spawn after import ≤ 10 ms', sp(cold?.toCloseMs ?? null),
+      (v) => `${fmtNum(v, 1)} ms to 'close' (node:child_process ${fmtNum(mic.cold?.node?.toCloseMs ?? null, 1)} ms)`, (v) => v <= 10, why('not measured'));
+  }
   return t;
 }
 
@@ -102,6 +127,11 @@ function microTable(results) {
   if (c.node || c.spawnpool) {
     lines.push(row(['CPU per spawn (same runs)', cpuCell(c.node), m.spawnpoolUnavailable ? na : cpuCell(c.spawnpool),
       c.bun ? `Bun.spawn under Bun: ${cpuCell(c.bun)} (${rate(m.bunRate)})` : 'main = the event-loop thread']));
+  }
+  const cold = m.cold ?? {};
+  const coldCell = (x) => (x == null ? '–' : `${fmtNum(x.toCloseMs, 1)} ms (import ${fmtNum(x.importMs, 1)}, spawn() ${fmtNum(x.callMs, 1)}, 'spawn' at ${fmtNum(x.toSpawnMs, 1)})`);
+  if (cold.node || cold.spawnpool) {
+    lines.push(row(["first spawn of a fresh process: call → 'close'", coldCell(cold.node), m.spawnpoolUnavailable ? na : coldCell(cold.spawnpool), 'median of fresh processes, interleaved; import not included']));
   }
   const e = m.eld;
   const eld = (x) => `${x.eldP99.toFixed(1)} ms (max ${x.eldMax.toFixed(0)}; ${fmtNum(x.achieved)}/s achieved)`;

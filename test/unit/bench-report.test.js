@@ -34,12 +34,13 @@ test('renderSvg: balanced tags, escaped labels, one rect per value', () => {
 });
 
 function fakeResults({ spawnpool = true } = {}) {
-  const s = (rps) => ({ rounds: 3, okRounds: 3, rps, p50: 10, p99: 20, errors: 0, non2xx: 0, bodyErrors: 0, rpsMin: rps, rpsMax: rps });
+  const s = (rps, total) => ({ rounds: 3, okRounds: 3, rps, p50: 10, p99: 20, errors: 0, non2xx: 0, bodyErrors: 0, rpsMin: rps, rpsMax: rps,
+    budget: { main: 100, threads: 10, helpers: 0, servers: 40, children: total - 150, total, loadgen: 50, switches: 2 } });
   const list = (sp, go, rust) => [
-    { id: 'node', label: 'Node', summary: s(400) },
-    spawnpool ? { id: 'spawnpool', label: 'spawnpool', summary: s(sp) } : { id: 'spawnpool', label: 'spawnpool', unavailable: 'spawnpool not built (x)', summary: null },
-    { id: 'go', label: 'Go', summary: s(go) },
-    { id: 'rust', label: 'Rust', summary: s(rust) },
+    { id: 'node', label: 'Node', summary: s(400, 2000) },
+    spawnpool ? { id: 'spawnpool', label: 'spawnpool', summary: s(sp, sp === 1800 ? 900 : 1200) } : { id: 'spawnpool', label: 'spawnpool', unavailable: 'spawnpool not built (x)', summary: null },
+    { id: 'go', label: 'Go', summary: s(go, 1000) },
+    { id: 'rust', label: 'Rust', summary: s(rust, 1000) },
     { id: 'bun', label: 'Bun', skip: 'bun not found', summary: null },
   ];
   return {
@@ -50,7 +51,9 @@ function fakeResults({ spawnpool = true } = {}) {
     http: { workloads: [{ id: 'echo', title: 'echo hi' }, { id: 'cat', title: 'cat' }], summary: { echo: list(1800, 1500, 1600), cat: list(1000, 900, 1100) } },
     micro: { summary: {
       ceiling: 3000, ceilingThreads: 2, raw: { node: 900, spawnpool: spawnpool ? 2700 : null },
-      eld: { node: { eldP99: 20, eldMax: 30, achieved: 800, spawnP50: 5, spawnP99: 9 }, spawnpool: spawnpool ? { eldP99: 3, eldMax: 4, achieved: 1000, spawnP50: 1, spawnP99: 2 } : null },
+      eld: { node: { eldP99: 20, eldMax: 30, achieved: 800, spawnP50: 5, spawnP99: 9 }, spawnpool: spawnpool ? { eldP99: 3, eldMax: 4, achieved: 1000, spawnP50: 1, spawnP99: 2 } : null, floor: { eldP99: 2.7 } },
+      cpu: { node: { main: 400, threads: 30, servers: 0, children: 800 }, spawnpool: spawnpool ? { main: 30, threads: 20, servers: 30, children: 500 } : null, bun: null },
+      cold: { node: { importMs: 1, callMs: 2, toSpawnMs: 2, toCloseMs: 3 }, spawnpool: spawnpool ? { importMs: 15, callMs: 8, toSpawnMs: 9, toCloseMs: 11 } : null },
       heaps: [{ mb: 50, rssMB: 90, node: 400, spawnpool: spawnpool ? 2600 : null }, { mb: 4096, rssMB: 4140, node: 9, spawnpool: spawnpool ? 2500 : null }],
       serverRss: { source: 'pool.stats()', servers: spawnpool ? [{ pid: 1, rssKB: 700 }, { pid: 2, rssKB: 3000 }] : [] },
       spawnpoolUnavailable: spawnpool ? null : 'spawnpool not built (x)', errors: [],
@@ -59,17 +62,27 @@ function fakeResults({ spawnpool = true } = {}) {
   };
 }
 
-test('computeTargets: ratios against Go, Rust, the ceiling and the small parent', () => {
-  const t = Object.fromEntries(computeTargets(fakeResults()).map((x) => [x.name.split(':')[0].split(' ')[0], x]));
-  assert.equal(t.echo.value, 1.2);
-  assert.equal(t.echo.met, true);
-  assert.ok(Math.abs(t['163'].value - 1000 / 1100) < 1e-9);
-  assert.equal(t['163'].met, false);
-  assert.equal(t.raw.value, 0.9);
-  assert.equal(t['event-loop'].met, true);
-  assert.ok(Math.abs(t['4'].value - 2500 / 2600) < 1e-9);
-  assert.equal(t.spawn.value, 3000);
-  assert.equal(t.spawn.met, false);
+test('computeTargets: ratios against Go, Rust, the ceiling and the small parent; issue 12\'s budget targets', () => {
+  const t = Object.fromEntries(computeTargets(fakeResults()).map((x) => [x.name, x]));
+  assert.equal(t['echo: spawnpool ≥ 1.1x Go'].value, 1.2);
+  assert.equal(t['echo: spawnpool ≥ 1.1x Go'].met, true);
+  assert.ok(Math.abs(t['163 KB: spawnpool ≥ 1.0x Rust'].value - 1000 / 1100) < 1e-9);
+  assert.equal(t['163 KB: spawnpool ≥ 1.0x Rust'].met, false);
+  assert.equal(t['raw spawns/s ≥ 0.85 of the C ceiling'].value, 0.9);
+  assert.equal(t['event-loop delay p99 < 5 ms at 1000 spawns/s'].met, true);
+  assert.ok(Math.abs(t['4 GB parent ≥ 0.95 of the small-parent rate'].value - 2500 / 2600) < 1e-9);
+  assert.equal(t['spawn server RSS < 2 MB'].value, 3000);
+  assert.equal(t['spawn server RSS < 2 MB'].met, false);
+  assert.equal(t['echo: spawnpool ≥ 1.0x Rust'].value, 1800 / 1600);
+  assert.equal(t['163 KB: spawnpool ≥ 1.1x Go'].value, 1000 / 900);
+  assert.equal(t['163 KB: spawnpool ≥ 1.1x Go'].met, true);
+  assert.equal(t['163 KB: spawnpool ahead of Bun'].met, null, 'Bun was skipped');
+  assert.deepEqual([t['echo: machine CPU per request ≤ Rust\'s'].value, t['echo: machine CPU per request ≤ Rust\'s'].met], [900, true]);
+  assert.deepEqual([t['163 KB: machine CPU per request ≤ Rust\'s'].value, t['163 KB: machine CPU per request ≤ Rust\'s'].met], [1200, false]);
+  assert.deepEqual([t['Node main-thread CPU per spawn ≤ 35 µs'].value, t['Node main-thread CPU per spawn ≤ 35 µs'].met], [30, true]);
+  assert.equal(t['spawn-server CPU per spawn ≤ 50 µs'].value, 40, 'the echo budget, stdout piped');
+  assert.ok(Math.abs(t['event-loop delay p99 ≤ floor + 0.5 ms at 1000 spawns/s'].value - 0.3) < 1e-9);
+  assert.deepEqual([t['first spawn after import ≤ 10 ms'].value, t['first spawn after import ≤ 10 ms'].met], [11, false]);
 });
 
 test('without spawnpool every target says why instead of a number', () => {
