@@ -11,6 +11,8 @@ against Node's approaches, Go and Rust, plus spawn micro-benchmarks.
                    50 MB and 1 GB only (about 1-2 minutes)
   --rounds N       rounds, contenders interleaved in each (default 3)
   --requests N     requests per timed run and workload (default 2000; quick 500)
+  --warmup N       untimed requests before each timed run, the same load, so
+                   that JIT runtimes are measured warm (default 1000; quick 200)
   --only a,b       run only these contenders (${CONTENDERS.map((c) => c.id).join(', ')})
                    and/or sections (http, micro)
   --loadgen NAME   force bombardier, wrk or autocannon (default: the first found)
@@ -28,6 +30,7 @@ export function parseConfig(argv) {
       quick: { type: 'boolean', default: false },
       rounds: { type: 'string' },
       requests: { type: 'string' },
+      warmup: { type: 'string' },
       only: { type: 'string' },
       loadgen: { type: 'string' },
       json: { type: 'boolean', default: false },
@@ -58,6 +61,7 @@ export function parseConfig(argv) {
   }
   const rounds = int('rounds', values.rounds, 1) ?? (quick ? 1 : 3);
   const requests = int('requests', values.requests, 30) ?? (quick ? 500 : 2000);
+  const warmupRequests = int('warmup', values.warmup, 0) ?? (quick ? 200 : 1000);
   return {
     help: values.help,
     quick,
@@ -69,6 +73,7 @@ export function parseConfig(argv) {
     requests,
     connections: 30,
     verifyRequests: quick ? 60 : 150,
+    warmupRequests,
     verifyTimeoutMs: 20_000,
     // A contender slower than ~50 req/s is broken, not slow: bound its run.
     loadTimeoutMs: 20_000 + requests * 20,
@@ -78,6 +83,7 @@ export function parseConfig(argv) {
       eldSeconds: quick ? 2 : 4,
       rate: 1000,
       concurrency: 64,
+      warmup: quick ? 100 : 500,
       heaps: quick ? [50, 1024] : [50, 2048, 4096],
       coldStarts: quick ? 3 : 7,
     },

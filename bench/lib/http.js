@@ -79,12 +79,10 @@ export async function runHttp({ contenders, config, loadgen, expected, env, prog
             progress.log(`  ${c.id} ${w.id} round ${round + 1}: ${r.firstError}`);
             continue;
           }
-          progress.status(`${where} · ${w.id} · ${loadgen.name} ${config.requests} req × ${config.connections} conn`);
-          const before = snapshot(server.pid);
-          const load = await LOADGENS[loadgen.name](loadgen, {
+          const loadOptions = (requests) => ({
             url: `http://127.0.0.1:${server.port}${w.path}`,
             connections: config.connections,
-            requests: config.requests,
+            requests,
             expected: body,
             expectedFile: expected.files[w.id],
             bodyBytes: body.length,
@@ -92,6 +90,15 @@ export async function runHttp({ contenders, config, loadgen, expected, env, prog
             timeoutMs: config.loadTimeoutMs,
             buildDir: config.buildDir,
           });
+          // A server runs for hours: its JIT (Node, Bun, Deno) has compiled
+          // the hot paths long before. The same load, untimed, first.
+          if (config.warmupRequests > 0) {
+            progress.status(`${where} · ${w.id} · warm-up ${config.warmupRequests} req × ${config.connections} conn`);
+            await LOADGENS[loadgen.name](loadgen, loadOptions(config.warmupRequests));
+          }
+          progress.status(`${where} · ${w.id} · ${loadgen.name} ${config.requests} req × ${config.connections} conn`);
+          const before = snapshot(server.pid);
+          const load = await LOADGENS[loadgen.name](loadgen, loadOptions(config.requests));
           const after = snapshot(server.pid);
           const r = combine(load, verify);
           r.round = round;

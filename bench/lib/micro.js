@@ -40,11 +40,11 @@ export async function runMicro({ benchDir, config, builds, env, progress, trueBi
       if (c) out.ceiling.push(c);
     } else if (round === 0) out.errors.push(`ceiling: ${builds['spawn-ceiling']?.error ?? 'not built'}`);
     progress.status(`${tag} · raw spawn throughput (true, ${m.concurrency} in flight)`);
-    const raw = await attempt('raw', () => nodeScript(benchDir, 'spawn-rate.js', ['--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 90_000));
+    const raw = await attempt('raw', () => nodeScript(benchDir, 'spawn-rate.js', ['--warmup', String(m.warmup ?? 16), '--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 90_000));
     if (raw) out.raw.push(raw);
     if (bun) {
       progress.status(`${tag} · Bun.spawn under Bun, for reference`);
-      const b = await attempt('bun', () => nodeScript(benchDir, 'spawn-rate.js', ['--impls', 'bun', '--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 90_000, bun));
+      const b = await attempt('bun', () => nodeScript(benchDir, 'spawn-rate.js', ['--impls', 'bun', '--warmup', String(m.warmup ?? 16), '--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 90_000, bun));
       if (b) out.bun.push(b);
     }
   }

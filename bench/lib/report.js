@@ -160,7 +160,7 @@ export function renderMarkdown(results) {
   out.push('');
   out.push(`${meta.date} · Linux ${meta.kernel} · Node ${meta.node} · ${config.quick ? 'quick mode · ' : ''}${config.rounds} round(s), contenders interleaved, medians`);
   if (results.loadgen.name) {
-    out.push(`Load: **${results.loadgen.label}**, ${config.connections} connections, ${fmtNum(config.requests)} requests per run after a ${config.verifyRequests}-request verify pass; bodies checked: ${results.loadgen.verified}.`);
+    out.push(`Load: **${results.loadgen.label}**, ${config.connections} connections, ${fmtNum(config.requests)} requests per run after a ${config.verifyRequests}-request verify pass${config.warmupRequests ? ` and ${fmtNum(config.warmupRequests)} untimed warm-up requests` : ''}; bodies checked: ${results.loadgen.verified}.`);
     out.push('The load generator and the server share the same cores: compare ratios, not absolute numbers.');
   }
   for (const w of results.http.workloads.filter((x) => results.http.summary[x.id])) {
