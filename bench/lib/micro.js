@@ -40,7 +40,13 @@ export async function runMicro({ benchDir, config, builds, env, progress, trueBi
       if (c) out.ceiling.push(c);
     } else if (round === 0) out.errors.push(`ceiling: ${builds['spawn-ceiling']?.error ?? 'not built'}`);
     progress.status(`${tag} · raw spawn throughput (true, ${m.concurrency} in flight)`);
-    const raw = await attempt('raw', () => nodeScript(benchDir, 'spawn-rate.js', ['--warmup', String(m.warmup ?? 16), '--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 90_000));
+    // One process per implementation: sharing one, the second would run
+    // with the first's heap and with call sites the first made polymorphic.
+    let raw = null;
+    for (const impl of ['node', 'spawnpool']) {
+      const r = await attempt(`raw ${impl}`, () => nodeScript(benchDir, 'spawn-rate.js', ['--impls', impl, '--warmup', String(m.warmup ?? 16), '--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 90_000));
+      if (r) raw = raw === null ? r : { ...raw, results: [...raw.results, ...r.results] };
+    }
     if (raw) out.raw.push(raw);
     if (bun) {
       progress.status(`${tag} · Bun.spawn under Bun, for reference`);
