@@ -31,12 +31,12 @@ const MAX_START_FAILURES = 3;
 const RECHECK_MS = 30_000;          // an unavailable pool tries again after this
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 5_000;
-// Parked children each server keeps (pids handed out by spawn() at once),
-// and how long spawn() waits for one when a burst has taken them all.
-// Parked children per server by default: 32 (a few dozen spawns in flight
-// per server without waiting for pids), fewer when the pool has many
-// servers, so that one pool parks at most about 256 tasks (they count
-// against pids.max, TasksMax and RLIMIT_NPROC), and never fewer than 8.
+// Parked children each server keeps (pids handed out by spawn() at once):
+// 32 by default, enough for a few dozen spawns in flight per server without
+// waiting for pids; fewer in a pool of many servers, so that one pool parks
+// at most about 256 tasks (they count against pids.max, TasksMax and
+// RLIMIT_NPROC), and never fewer than 8. Then how long spawn() waits for
+// one when a burst has taken them all.
 export const DEFAULT_PARKED = 32;
 export const PARKED_PER_POOL = 256;
 export const defaultParked = (servers) => Math.max(8, Math.min(DEFAULT_PARKED, Math.floor(PARKED_PER_POOL / servers)));

@@ -2,15 +2,19 @@
  * Checking in the server costs one stat(2) per entry tried, cheaper than
  * one failed execve(2) per entry in the child.
  *
- * Found programs are cached, and the cache is never stale: every PATH
- * directory up to the one that had the program is watched with inotify (a
- * missing one through its nearest existing ancestor), and any event clears
- * the whole cache. The kernel queues an event within the syscall that
- * changes the directory, so a change made before the client wrote its
- * SPAWN is seen by the drain that precedes the lookup. A hit costs that
- * drain (one read that finds nothing) and one stat of the program, instead
- * of a stat per entry tried. Directories inotify cannot vouch for (network
- * and FUSE file systems) are never cached through. */
+ * Found programs are cached, and the cache does not go stale: every PATH
+ * directory up to the one that had the program is watched with inotify
+ * (with the directory holding each symlink on the way to it, and for a
+ * missing one the directory its first missing component would appear in),
+ * and any event clears the whole cache. The kernel queues an event within
+ * the syscall that makes the change, so a change made before the client
+ * wrote its SPAWN is seen by the drain that precedes the lookup. A hit
+ * costs that drain (one read that finds nothing) and one stat of the
+ * program, instead of a stat per entry tried. Not cached: what depends on
+ * the cwd, dangling symlinks, candidates that are symlinks to no
+ * executable, and directories on file systems whose changes inotify may
+ * not see (anything but local ones). What it cannot see is listed in
+ * docs/protocol.md. */
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -30,11 +34,12 @@
 static int check(const char *path, int *cacheable)
 {
 	struct stat st;
-	int r;
+	int r, link;
 
 	if (lstat(path, &st) < 0)
 		return -errno;
-	if (S_ISLNK(st.st_mode) && stat(path, &st) < 0) {
+	link = S_ISLNK(st.st_mode);
+	if (link && stat(path, &st) < 0) {
 		*cacheable = 0;
 		return -errno;
 	}
@@ -45,7 +50,7 @@ static int check(const char *path, int *cacheable)
 		r = 0;
 	else
 		r = access(path, X_OK) < 0 ? -errno : 0;
-	if (r < 0 && S_ISLNK(st.st_mode))
+	if (r < 0 && link)
 		*cacheable = 0;
 	return r;
 }

@@ -92,6 +92,10 @@ test('a symlinked program whose target vanishes falls through to the next entry'
   // The target is in a directory nobody watches: the hit is checked anyway.
   await step('the target vanishes', () => unlinkSync(join(X, 'real')), path, 'b');
   await step('the target comes back', () => prog(join(X, 'real'), 'x2'), path, 'x2');
+  // A link to a file nobody may run is passed over; its target then gets
+  // its x bit, in a directory nobody watches.
+  await step('the target loses its x bit', () => chmodSync(join(X, 'real'), 0o644), path, 'b');
+  await step('and gets it back', () => chmodSync(join(X, 'real'), 0o755), path, 'x2');
   unlinkSync(join(A, 'prog'));
 });
 
