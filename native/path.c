@@ -16,7 +16,9 @@
  * not see (anything but local ones). What it cannot see is listed in
  * docs/protocol.md. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +32,10 @@
 
 /* 0 if execve(path) would be worth trying, else -errno as execve reports.
  * A symlink that leads to no executable clears *cacheable: its target may
- * change in a directory nobody watches. */
-static int check(const char *path, int *cacheable)
+ * change in a directory nobody watches. `exact`: ask access(2) even when
+ * every x bit is set (a noexec mount, an ACL); a cached hit skips it, as
+ * a remount or an ACL change is an event (drain()). */
+static int check(const char *path, int *cacheable, int exact)
 {
 	struct stat st;
 	int r, link;
@@ -45,8 +49,8 @@ static int check(const char *path, int *cacheable)
 	}
 	if (!S_ISREG(st.st_mode))
 		r = -EACCES;
-	/* Executable by everyone: skip access(2), the common case. */
-	else if ((st.st_mode & 0111) == 0111)
+	/* A cached hit executable by everyone: skip access(2). */
+	else if (!exact && (st.st_mode & 0111) == 0111)
 		r = 0;
 	else
 		r = access(path, X_OK) < 0 ? -errno : 0;
@@ -101,7 +105,7 @@ static int search(const char *file, const char *path_env, const char *cwd,
 			probe = scratch;
 		}
 		if (r == 0) {
-			r = check(probe, cacheable);
+			r = check(probe, cacheable, 1);
 			if (r == 0) {
 				*out = buf;
 				*hit_end = end;
@@ -122,10 +126,12 @@ enum { SLOTS = 64 };
 
 struct entry {
 	char *path_env, *file, *found;  /* one allocation; NULL: empty */
+	int uncacheable;        /* found, but not watchable: do not try again */
 };
 
 static struct entry cache[SLOTS];
 static int ifd = -1;            /* -1: inotify unusable here, search every time */
+static int mfd = -1;            /* /proc/self/mountinfo: POLLPRI on a mount change */
 
 static const uint32_t k_watch = IN_CREATE | IN_DELETE | IN_MOVED_FROM |
 	IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
@@ -135,6 +141,7 @@ static void clear_cache(void)
 	for (size_t i = 0; i < SLOTS; i++) {
 		free(cache[i].path_env);
 		cache[i].path_env = cache[i].file = cache[i].found = NULL;
+		cache[i].uncacheable = 0;
 	}
 }
 
@@ -144,17 +151,37 @@ static void disable(const char *what)
 	clear_cache();
 	if (ifd >= 0 && close(ifd) < 0)
 		DBG("close(inotify): %s", strerror(errno));
-	ifd = -1;
+	if (mfd >= 0 && close(mfd) < 0)
+		DBG("close(mountinfo): %s", strerror(errno));
+	ifd = mfd = -1;
 }
 
-/* Reads every queued event; any at all clears the cache. */
+/* Whether the mount table changed since the last look (a mount, unmount,
+ * move or remount: none of them is an inotify event). */
+static int mounts_changed(void)
+{
+	struct pollfd p = { .fd = mfd, .events = POLLPRI };
+	int n;
+
+	while ((n = poll(&p, 1, 0)) < 0 && errno == EINTR)
+		;
+	if (n < 0) {
+		disable("poll(mountinfo)");
+		return 1;
+	}
+	return n > 0 && (p.revents & (POLLPRI | POLLERR)) != 0;
+}
+
+/* Reads every queued event; any at all, or a mount change, clears the
+ * cache. The instance is then made anew, so that watches do not pile up:
+ * no entry needs the old ones, and a miss adds what it needs. */
 static void drain(void)
 {
 	char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	int changed = 0;
+	int changed = mounts_changed();
 	ssize_t n;
 
-	for (;;) {
+	while (ifd >= 0) {
 		n = read(ifd, ev, sizeof(ev));
 		if (n > 0) {
 			changed = 1;
@@ -166,8 +193,13 @@ static void drain(void)
 			disable("read(inotify)");
 		break;
 	}
-	if (changed)
-		clear_cache();
+	if (!changed || ifd < 0)
+		return;
+	clear_cache();
+	if (close(ifd) < 0)
+		DBG("close(inotify): %s", strerror(errno));
+	if ((ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+		disable("inotify_init1");
 }
 
 /* inotify sees only this kernel's changes, and only where this kernel
@@ -177,8 +209,10 @@ static int local_fs(const char *dir)
 {
 	struct statfs st;
 
-	if (statfs(dir, &st) < 0)
+	if (statfs(dir, &st) < 0) {
+		DBG("statfs(%s): %s", dir, strerror(errno));
 		return 0;
+	}
 	switch ((uint32_t)st.f_type) {
 	case 0xEF53:            /* ext2/3/4 */
 	case 0x58465342:        /* XFS */
@@ -206,11 +240,13 @@ static int local_fs(const char *dir)
 
 static int add_watch(const char *path)
 {
+	if (!local_fs(path))
+		return -1;
 	if (inotify_add_watch(ifd, path, k_watch) < 0) {
 		DBG("inotify_add_watch(%s): %s", path, strerror(errno));
 		return -1;
 	}
-	return local_fs(path) ? 0 : -1;
+	return 0;
 }
 
 /* Watches the directory that holds path's last component. */
@@ -228,9 +264,11 @@ static int add_parent_watch(char *path)
 }
 
 /* Watches so that any change to what dir[0..len) names is an event: the
- * directory itself; for each symlink on the way, the directory holding it
- * (re-pointing it is an event there); if part of it is missing, the
- * directory its first missing component would appear in. A dangling
+ * directory itself and the one holding it (its IN_DELETE_SELF waits until
+ * nobody holds it open; its removal from the parent does not); for each
+ * symlink on the way, the directory holding it (re-pointing it is an
+ * event there); if part of it is missing, the directory its first missing
+ * component would appear in. A dangling
  * symlink on the way (its target may appear anywhere) cannot be watched.
  * Nor can symlinks inside a symlink's target path: the kernel follows those
  * unseen (docs/protocol.md). 0, or -1 if it cannot be watched. */
@@ -261,7 +299,8 @@ static int watch_dir(const char *dir, size_t len)
 			return -1;
 		path[end] = saved;
 		if (end >= len)
-			return add_watch(path);
+			return add_watch(path) < 0 || (strcmp(path, "/") != 0 &&
+						       add_parent_watch(path) < 0) ? -1 : 0;
 		end++;
 	}
 }
@@ -292,8 +331,10 @@ static int watch_upto(const char *path_env, const char *hit_end)
 	}
 }
 
-/* Remembers `found` for (path_env, file). */
-static void remember(const char *path_env, const char *file, const char *found)
+/* Remembers `found` for (path_env, file); `uncacheable`: only that it
+ * cannot be watched (until the next event), so as not to try again. */
+static void remember(const char *path_env, const char *file, const char *found,
+		     int uncacheable)
 {
 	size_t lp = strlen(path_env), lf = strlen(file), lr = strlen(found);
 	struct entry *e = &cache[slot_of(path_env, file)];
@@ -305,6 +346,7 @@ static void remember(const char *path_env, const char *file, const char *found)
 	e->path_env = memcpy(mem, path_env, lp + 1);
 	e->file = memcpy(mem + lp + 1, file, lf + 1);
 	e->found = memcpy(mem + lp + lf + 2, found, lr + 1);
+	e->uncacheable = uncacheable;
 }
 
 void path_init(void)
@@ -313,8 +355,12 @@ void path_init(void)
 
 	if (opt && strcmp(opt, "0") == 0)
 		return;                 /* asked for no cache (no inotify instance) */
-	if ((ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+	if ((ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
 		disable("inotify_init1");
+		return;
+	}
+	if ((mfd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)) < 0)
+		disable("open(/proc/self/mountinfo)");
 }
 
 int path_search(const char *file, const char *path_env, const char *cwd,
@@ -335,12 +381,16 @@ int path_search(const char *file, const char *path_env, const char *cwd,
 			      &hit_end, &cacheable);
 	drain();
 	e = &cache[slot_of(path_env, file)];
+	if (ifd < 0 || (e->found && e->uncacheable && strcmp(e->file, file) == 0 &&
+			strcmp(e->path_env, path_env) == 0))
+		return search(file, path_env, cwd, buf, scratch, bufsz, out,
+			      &hit_end, &cacheable);
 	if (e->found && strcmp(e->file, file) == 0 &&
 	    strcmp(e->path_env, path_env) == 0 && strlen(e->found) < bufsz) {
 		/* Still there and executable (a symlink's target can change
 		 * unseen): else search again. */
 		strcpy(buf, e->found);
-		if (check(buf, &cacheable) == 0) {
+		if (check(buf, &cacheable, 0) == 0) {
 			*out = buf;
 			return 0;
 		}
@@ -348,9 +398,12 @@ int path_search(const char *file, const char *path_env, const char *cwd,
 	cacheable = 1;
 	r = search(file, path_env, cwd, buf, scratch, bufsz, out, &hit_end,
 		   &cacheable);
-	if (r < 0 || !cacheable || strlen(buf) >= sizeof(first) ||
-	    watch_upto(path_env, hit_end) < 0)
+	if (r < 0 || !cacheable || strlen(buf) >= sizeof(first))
 		return r;
+	if (watch_upto(path_env, hit_end) < 0) {
+		remember(path_env, file, buf, 1);
+		return r;
+	}
 	/* A change made between that search and the watches made no event:
 	 * search again, now that any later change would; remember the answer
 	 * only if it held. */
@@ -358,6 +411,6 @@ int path_search(const char *file, const char *path_env, const char *cwd,
 	r = search(file, path_env, cwd, buf, scratch, bufsz, out, &hit_end,
 		   &cacheable);
 	if (r == 0 && cacheable && strcmp(first, buf) == 0)
-		remember(path_env, file, buf);
+		remember(path_env, file, buf, 0);
 	return r;
 }

@@ -9,7 +9,8 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as cp from 'node:child_process';
 import {
-  chmodSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync,
+  chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, realpathSync, renameSync, rmdirSync, rmSync,
+  symlinkSync, unlinkSync, writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,7 +100,7 @@ test('a symlinked program whose target vanishes falls through to the next entry'
   unlinkSync(join(A, 'prog'));
 });
 
-test('a directory whose search permission goes is skipped (as uid 65534 it would be EACCES)', async () => {
+test('a PATH directory replaced by a file, and made again, is seen', async () => {
   const path = `${A}:${B}`;
   prog(join(A, 'prog'), 'a');
   await step('a has it', () => {}, path, 'a');
@@ -181,5 +182,81 @@ test('SPAWNPOOL_PATH_CACHE=0: the server holds no inotify instance, and lookups 
   } finally {
     delete process.env.SPAWNPOOL_PATH_CACHE;
     await pool.close();
+  }
+});
+
+test('an empty PATH directory removed while held open, then made again with the program, is seen', async () => {
+  const home = fresh('held');
+  const dir = join(home, 'bin');
+  mkdirSync(dir);
+  prog(join(B, 'prog'), 'b');
+  const path = `${dir}:${B}`;
+  await step('the directory is empty', () => {}, path, 'b');
+  // An open fd keeps the old directory alive: its IN_DELETE_SELF waits.
+  const held = openSync(dir, 'r');
+  try {
+    await step('removed and made again, with the program', () => {
+      rmdirSync(dir);
+      mkdirSync(dir);
+      prog(join(dir, 'prog'), 'again');
+    }, path, 'again');
+  } finally {
+    closeSync(held);
+  }
+});
+
+// Mounts need CAP_SYS_ADMIN: where the test runs without it, these say so
+// and do not run.
+const canMount = (() => {
+  const d = fresh('probe');
+  mkdirSync(join(d, 'm'));
+  const r = cp.spawnSync('mount', ['-t', 'tmpfs', 'none', join(d, 'm')], { stdio: 'ignore' });
+  if (r.status !== 0) return false;
+  cp.spawnSync('umount', [join(d, 'm')], { stdio: 'ignore' });
+  return true;
+})();
+const mountTest = canMount ? test : (name, fn) => test(name, { skip: 'mount(8) is not permitted here (no CAP_SYS_ADMIN)' }, fn);
+const mustRun = (cmd, args) => {
+  const r = cp.spawnSync(cmd, args, { encoding: 'utf8' });
+  assert.equal(r.status, 0, `${cmd} ${args.join(' ')}: ${r.stderr}`);
+};
+
+mountTest('a program with every x bit on a noexec mount is passed over, as execvp does', async () => {
+  const ne = join(fresh('noexec'), 'm');
+  mkdirSync(ne);
+  mustRun('mount', ['-t', 'tmpfs', '-o', 'noexec', 'none', ne]);
+  try {
+    prog(join(ne, 'prog'), 'noexec');
+    prog(join(B, 'prog'), 'b');
+    await step('0755 on noexec', () => {}, `${ne}:${B}`, 'b');
+    await step('remounted exec', () => mustRun('mount', ['-o', 'remount,exec', ne]), `${ne}:${B}`, 'noexec');
+    await step('remounted noexec', () => mustRun('mount', ['-o', 'remount,noexec', ne]), `${ne}:${B}`, 'b');
+  } finally {
+    mustRun('umount', [ne]);
+  }
+});
+
+mountTest('a bind mount over a PATH directory, and its unmount, are seen', async () => {
+  const home = fresh('bind');
+  const dir = join(home, 'bin');
+  const empty = join(home, 'empty');
+  mkdirSync(dir);
+  mkdirSync(empty);
+  prog(join(dir, 'prog'), 'under');
+  prog(join(B, 'prog'), 'b');
+  const path = `${dir}:${B}`;
+  await step('the program in the directory', () => {}, path, 'under');
+  let mounted = false;
+  try {
+    await step('an empty directory bound over it', () => {
+      mustRun('mount', ['--bind', empty, dir]);
+      mounted = true;
+    }, path, 'b');
+    await step('unmounted', () => {
+      mustRun('umount', [dir]);
+      mounted = false;
+    }, path, 'under');
+  } finally {
+    if (mounted) mustRun('umount', [dir]);
   }
 });
