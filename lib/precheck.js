@@ -40,6 +40,7 @@
 import { statSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { errnoError } from './errors.js';
+import { lastFrozen } from './frozen-memo.js';
 
 const {
   EACCES, EAGAIN, EMFILE, ENFILE, ENOENT, ENOTDIR, ESTALE, ENODEV, ETIMEDOUT, ENAMETOOLONG, E2BIG, EINVAL, EPERM,
@@ -329,13 +330,9 @@ function tooBig(filename, argv, env) {
 }
 
 // What the checks need of an environment: its PATH, its total length in
-// UTF-16 units (one more per string) and its longest string. A frozen env
-// array (options.js hands the same one out while the environment does not
-// change) is looked at once.
-let lastEnv = null;
-let lastEnvFacts = null;
-function envFacts(env) {
-  if (env === lastEnv) return lastEnvFacts;
+// UTF-16 units (one more per string) and its longest string; looked at once
+// per frozen env array (lib/frozen-memo.js).
+const envFacts = lastFrozen((env) => {
   let path = DEFAULT_PATH;
   let pathSeen = false;
   let units = 0;
@@ -350,13 +347,8 @@ function envFacts(env) {
     units += s.length + 1;
     if (s.length > longest) longest = s.length;
   }
-  const facts = { path, units, longest };
-  if (Object.isFrozen(env)) {
-    lastEnv = env;
-    lastEnvFacts = facts;
-  }
-  return facts;
-}
+  return { path, units, longest };
+});
 
 function programErrno(file, path) {
   if (file.includes('/')) {

@@ -1,6 +1,7 @@
 // The wire codec of docs/protocol.md: pure functions, no sockets, no timers.
 // encode*() return one frame as a Buffer; Decoder turns a byte stream into
 // frames, however the stream is split.
+import { lastFrozen } from './frozen-memo.js';
 
 export const VERSION = 2;
 export const MAX_FRAME = 16 * 1024 * 1024;
@@ -131,14 +132,8 @@ export function encodeSpawn(id, req, pid = 0) {
   return buf;
 }
 
-// The env strings of the last frozen env (options.js hands the same frozen
-// array out while the environment stays the same), encoded once.
-let lastEnv = null;
-let lastEnvBlock = null;
-
 /** The encoded strings of `env` ([u32 length][bytes] each), without the count. */
-function envBlock(env) {
-  if (env === lastEnv) return lastEnvBlock;
+const envBlock = lastFrozen((env) => {
   let size = 0;
   for (let i = 0; i < env.length; i++) size += 4 + Buffer.byteLength(env[i]);
   const block = Buffer.allocUnsafe(size);
@@ -148,12 +143,8 @@ function envBlock(env) {
     block.writeUInt32LE(n, off);
     off += 4 + n;
   }
-  if (Object.isFrozen(env)) {
-    lastEnv = env;
-    lastEnvBlock = block;
-  }
   return block;
-}
+});
 
 /** Reads a frame's payload field by field; any misfit throws ProtocolError. */
 class Reader {

@@ -369,7 +369,7 @@ int path_search(const char *file, const char *path_env, const char *cwd,
 	static char first[PATH_MAX];
 	const char *hit_end;
 	struct entry *e;
-	int r, cacheable = 1;
+	int r, known, cacheable = 1;
 
 	*out = file;
 	if (strchr(file, '/'))
@@ -381,12 +381,12 @@ int path_search(const char *file, const char *path_env, const char *cwd,
 			      &hit_end, &cacheable);
 	drain();
 	e = &cache[slot_of(path_env, file)];
-	if (ifd < 0 || (e->found && e->uncacheable && strcmp(e->file, file) == 0 &&
-			strcmp(e->path_env, path_env) == 0))
+	known = e->found && strcmp(e->file, file) == 0 &&
+		strcmp(e->path_env, path_env) == 0;
+	if (ifd < 0 || (known && e->uncacheable))
 		return search(file, path_env, cwd, buf, scratch, bufsz, out,
 			      &hit_end, &cacheable);
-	if (e->found && strcmp(e->file, file) == 0 &&
-	    strcmp(e->path_env, path_env) == 0 && strlen(e->found) < bufsz) {
+	if (known && strlen(e->found) < bufsz) {
 		/* Still there and executable (a symlink's target can change
 		 * unseen): else search again. */
 		strcpy(buf, e->found);

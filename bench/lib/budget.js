@@ -20,7 +20,7 @@
 // resolves a few µs per request.
 import { readFileSync, readdirSync } from 'node:fs';
 
-const TICK_US = 1e6 / 100;    // USER_HZ is 100 on Linux
+export const TICK_US = 1e6 / 100;    // USER_HZ is 100 on Linux
 
 /** Fields 14-17 (utime stime cutime cstime) and 5 (pgrp) of /proc/<pid>/stat, comm; null if gone. */
 export function parseStat(text) {

@@ -3,6 +3,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { EventEmitter } from 'node:events';
+import { TICK_US, parseStat } from '../lib/budget.js';
 
 /** Why spawnpool results are withheld when its pool fell back to node:child_process. */
 export const NOT_NATIVE = 'spawnpool not built (native server missing; it fell back to node:child_process)';
@@ -122,9 +123,8 @@ export function spawnOnce(spawn, file, done, onSpawn) {
 
 function stat(pid) {
   try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');   // f[0] is field 3
-    return { own: Number(f[11]) + Number(f[12]), reaped: Number(f[13]) + Number(f[14]) };
+    const st = parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return { own: st.utime + st.stime, reaped: st.cutime + st.cstime };
   } catch {
     return null;
   }
@@ -145,8 +145,6 @@ export function cpuSnapshot(serverPids) {
   const servers = Object.fromEntries(serverPids.map((pid) => [pid, stat(pid)]).filter(([, s]) => s));
   return { mainNs, self, servers };
 }
-
-const TICK_US = 1e6 / 100;    // USER_HZ is 100 on Linux
 
 /** µs of CPU per spawn between two cpuSnapshot()s: main thread, other threads, servers, children. */
 export function cpuPerSpawn(a, b, spawns) {

@@ -9,12 +9,13 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as cp from 'node:child_process';
 import {
-  chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, realpathSync, renameSync, rmdirSync, rmSync,
+  chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, renameSync, rmdirSync, rmSync,
   symlinkSync, unlinkSync, writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as sp from '../../lib/index.js';
+import { openFds } from '../helpers/leaks.js';
 
 const T = realpathSync(mkdtempSync(join(tmpdir(), 'spawnpool-pathcache-')));
 const A = join(T, 'a');
@@ -154,13 +155,7 @@ test('a dangling symlink on PATH whose target appears later is seen', async () =
   }, path, 'later');
 });
 
-const inotifyFds = (pid) => readdirSync(`/proc/${pid}/fd`).filter((fd) => {
-  try {
-    return readlinkSync(`/proc/${pid}/fd/${fd}`) === 'anon_inode:inotify';
-  } catch {
-    return false;
-  }
-}).length;
+const inotifyFds = (pid) => Object.values(openFds(pid)).filter((link) => link === 'anon_inode:inotify').length;
 
 test('SPAWNPOOL_PATH_CACHE=0: the server holds no inotify instance, and lookups stay right', async () => {
   const withCache = sp.stats().servers.map((s) => s.pid).filter(Boolean);

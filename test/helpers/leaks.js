@@ -47,12 +47,12 @@ export function isGone(pid) {
   return st === null || st.state === 'Z' || st.state === 'X';
 }
 
-/** The test process's open fds: number → link target. */
-export function openFds() {
+/** A process's open fds (the test process's by default): number → link target. */
+export function openFds(pid = 'self') {
   const out = {};
-  for (const fd of readdirSync('/proc/self/fd')) {
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
     try {
-      out[fd] = readlinkSync(`/proc/self/fd/${fd}`);
+      out[fd] = readlinkSync(`/proc/${pid}/fd/${fd}`);
     } catch { /* the directory fd readdir used, already closed */ }
   }
   return out;
