@@ -104,6 +104,22 @@ after(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
+test('with a C compiler: the server and the launch addon are built, and the addon starts the servers', { skip }, async () => {
+  const { project } = await install('compiler', { args: ['--foreground-scripts'] });
+  const build = join(project, 'node_modules', 'spawnpool', 'native', 'build');
+  assert.ok(existsSync(join(build, 'spawnd')), 'native/build/spawnd was built');
+  assert.ok(existsSync(join(build, 'launch.node')), 'native/build/launch.node was built');
+  const result = await echo(project);
+  assert.deepEqual(result, { out: 'hi\n', code: 0, spawned: 1, fallbacks: 0, stderr: '' });
+  // The installed addon loads (the servers then start with posix_spawn, not by a fork of Node).
+  const code = `const { addon, loadError } = await import('./node_modules/spawnpool/lib/launch.js');
+    console.log(JSON.stringify({ addon: addon !== null, error: loadError?.message ?? null }));`;
+  writeFileSync(join(project, 'addon.mjs'), code);
+  const r = await run(process.execPath, ['addon.mjs'], { cwd: project, env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { addon: true, error: null });
+});
+
 test('no C compiler: the prebuilt static server is installed and serves', { skip }, async () => {
   // PATH holds node and npm only (no cc, gcc, clang); npm's script shell is
   // named by its absolute path, since `sh` is not on that PATH either.
