@@ -10,16 +10,17 @@
 // servers start through node:child_process and process.env is compared as
 // text, as before.
 import { fileURLToPath } from 'node:url';
-import { constants } from 'node:os';
 import { isMainThread } from 'node:worker_threads';
-import { types } from 'node:util';
+import { debuglog, types, getSystemErrorName } from 'node:util';
 import { runtime } from './runtime.js';
+import { signalName } from './options.js';
 
 export const addonPath = fileURLToPath(new URL('../native/build/launch.node', import.meta.url));
 
 /** The addon's exports, or null; `loadError` says why not, when it failed. */
 export let loadError = null;
 export const addon = load();
+if (loadError !== null) debuglog('spawnpool')('launch addon not used (servers start through node:child_process): %s', loadError.message);
 
 function load() {
   if (runtime !== 'node' || process.platform !== 'linux' || process.env.SPAWNPOOL_ADDON === '0') return null;
@@ -30,20 +31,18 @@ function load() {
     if (err.code !== 'ERR_DLOPEN_FAILED' || !/No such file/.test(err.message)) loadError = err;
     return null;
   }
-  const { start, reap, envStamp } = module.exports;
-  if (typeof start !== 'function' || typeof reap !== 'function' || typeof envStamp !== 'function') {
+  const { start, reap, envState } = module.exports;
+  if (typeof start !== 'function' || typeof reap !== 'function' || typeof envState !== 'function') {
     loadError = new Error(`${addonPath} is not spawnpool's launch addon`);
     return null;
   }
   return module.exports;
 }
 
-const errnoNames = Object.fromEntries(Object.entries(constants.errno).map(([k, v]) => [v, k]));
-const signalNames = Object.fromEntries(Object.entries(constants.signals).map(([k, v]) => [v, k]));
 
 /** An error shaped as node:child_process reports a spawn that failed. */
 function spawnError(file, errno) {
-  const code = errnoNames[errno] ?? 'EIO';
+  const code = getSystemErrorName(-errno);
   const err = new Error(`spawn ${file} ${code}`);
   return Object.assign(err, { errno: -errno, code, syscall: `spawn ${file}`, path: file });
 }
@@ -70,7 +69,7 @@ export function reapProcess(pid) {
   if (status === -1) return null;
   if (status < -1) return { code: null, signal: null };
   const signo = status & 0x7f;
-  return signo === 0 ? { code: (status >> 8) & 0xff, signal: null } : { code: null, signal: signalNames[signo] ?? null };
+  return signo === 0 ? { code: (status >> 8) & 0xff, signal: null } : { code: null, signal: signalName(signo) ?? null };
 }
 
 // process.env is the C environment only on the main thread (a worker's is
@@ -98,11 +97,20 @@ function isRealEnv(env) {
 }
 
 /**
- * A number that stays the same for as long as `env` (process.env) keeps
- * the same contents, or -1 when that cannot be known cheaply (no addon, a
- * worker thread, a replaced process.env): then compare the contents.
+ * What the launch addon knows of `env` (process.env) since the caller's
+ * last look, `known` (the stamp it got then, or -1): null when the C
+ * environment is unchanged since, else `[stamp, ...entries]`, its "K=V"
+ * strings as process.env shows them, read under Node's lock. undefined
+ * when that cannot be known cheaply (no addon, a worker thread, a
+ * replaced process.env, a Node without the exported lock): then compare
+ * the contents.
  */
-export function envStamp(env) {
-  if (addon === null || !isMainThread || !isRealEnv(env)) return -1;
-  return addon.envStamp();
+export function envSnapshot(env, known) {
+  if (addon === null || !isMainThread || !isRealEnv(env)) return undefined;
+  const state = addon.envState(false);
+  if (state === -1) return undefined;
+  if (typeof state !== 'number') return state;
+  if (state === known) return null;
+  const fresh = addon.envState(true);
+  return fresh === -1 ? undefined : fresh;
 }

@@ -8,10 +8,13 @@ import {
   invalidArgType, invalidArgValue, outOfRange, unknownSignal, invalidSyncForkInput,
 } from './errors.js';
 import { STDIO_PIPE, STDIO_IGNORE, stdioFd } from './protocol.js';
-import { envStamp } from './launch.js';
+import { envSnapshot } from './launch.js';
 
 const signalNumbers = constants.signals;
-const signalNames = Object.fromEntries(Object.entries(signalNumbers).map(([k, v]) => [v, k]));
+// Node names a signal by its first name: 6 is SIGABRT, not SIGIOT; 29 is
+// SIGIO, not SIGPOLL (os.constants lists the aliases after).
+const signalNames = {};
+for (const [name, n] of Object.entries(signalNumbers)) signalNames[n] ??= name;
 
 /** Signal number → name ('SIGTERM'), or undefined. */
 export const signalName = (n) => signalNames[n];
@@ -138,22 +141,49 @@ let lastPairs = null;             // for an options.env object
 // C++ twice per variable. JSON.stringify walks it in one pass (about 40%
 // less time per spawn); keys and values are strings, so the round trip is
 // exact, and the text tells whether it changed since the last spawn. With
-// the launch addon, a stamp of the C environment tells it for much less
-// (one memcmp against a copy, no string made): the text is only taken
-// when the stamp moved.
+// the launch addon, the C environment itself tells (one memcmp against a
+// copy, under Node's lock), and hands over its strings when it changed.
 function pairsOfProcessEnv() {
   const env = process.env;
-  const stamp = envStamp(env);
   const last = lastProcessEnv;
-  if (stamp !== -1 && last !== null && last.stamp === stamp && last.env === env) return last.pairs;
+  const snapshot = envSnapshot(env, last !== null && last.env === env ? last.stamp : -1);
+  if (snapshot === null) return last.pairs;
+  const pairs = snapshot === undefined ? null : pairsOfEntries(snapshot);
+  if (pairs !== null) {
+    const same = last !== null && samePairs(last.pairs, pairs);
+    lastProcessEnv = { json: null, stamp: snapshot[0], env, pairs: same ? last.pairs : Object.freeze(pairs) };
+    return lastProcessEnv.pairs;
+  }
   const json = JSON.stringify(env);
   if (last !== null && last.json === json) {
-    last.stamp = stamp;
+    last.stamp = -1;
     last.env = env;
     return last.pairs;
   }
-  lastProcessEnv = { json, stamp, env, pairs: Object.freeze(pairsOfObject(JSON.parse(json), true)) };
+  lastProcessEnv = { json, stamp: -1, env, pairs: Object.freeze(pairsOfObject(JSON.parse(json), true)) };
   return lastProcessEnv.pairs;
+}
+
+const isIndex = (key) => /^(?:0|[1-9]\d{0,9})$/.test(key) && Number(key) < 2 ** 32 - 1;
+
+/**
+ * The C environment's "K=V" strings (after the stamp at [0]) as the pairs
+ * JSON.stringify(process.env) would give: the same strings, in the same
+ * order, as long as each has a key and no key repeats or is an array
+ * index (JSON.parse would move it first). null for such an odd one: the
+ * text decides then.
+ */
+function pairsOfEntries(snapshot) {
+  const keys = new Set();
+  const pairs = snapshot.slice(1);
+  for (const entry of pairs) {
+    const eq = entry.indexOf('=');
+    if (eq <= 0) return null;
+    const key = entry.slice(0, eq);
+    if (keys.has(key) || isIndex(key)) return null;
+    keys.add(key);
+  }
+  return pairs;
 }
 
 /** Node's "K=V" pairs of `env`, validated as Node does (prototype values included). */

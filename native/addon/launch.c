@@ -3,7 +3,7 @@
  * node-gyp, no headers: the few Node-API calls it makes are declared
  * below; their C ABI is stable across Node versions).
  *
- *   start(file, argv, env, fds)  starts a spawn server with posix_spawn
+ *   start(file, argv, env)       starts a spawn server with posix_spawn
  *                                (vfork-style: the Node process is not
  *                                copied, so the event loop does not wait
  *                                on a fork whatever the heap's size); its
@@ -14,20 +14,22 @@
  *   reap(pid)                    waitpid(pid, WNOHANG): -1 while it runs,
  *                                -2 - errno on failure, else the raw
  *                                wait status.
- *   envStamp()                   a number that changes whenever the C
- *                                environment (what process.env reads and
- *                                writes on Node's main thread) differs from
- *                                what it was at the last call. Main thread
- *                                only: the copy it compares with is one per
- *                                process.
+ *   envState(entries)            whether the C environment (what
+ *                                process.env reads and writes on Node's
+ *                                main thread) changed since the last call,
+ *                                as a stamp, and its "K=V" strings when it
+ *                                did (see env_state). Main thread only: the
+ *                                copy it compares with is one per process.
  *
  * lib/launch.js loads it, and falls back to node:child_process and to
  * JSON.stringify(process.env) when it cannot. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -58,6 +60,9 @@ napi_status napi_get_element(napi_env, napi_value, uint32_t, napi_value *);
 napi_status napi_create_array_with_length(napi_env, size_t, napi_value *);
 napi_status napi_set_element(napi_env, napi_value, uint32_t, napi_value);
 napi_status napi_throw_type_error(napi_env, const char *, const char *);
+napi_status napi_get_value_bool(napi_env, napi_value, bool *);
+napi_status napi_create_string_utf8(napi_env, const char *, size_t, napi_value *);
+#define NAPI_AUTO_LENGTH SIZE_MAX
 
 #define FD_SOCK 3
 #define FD_FEED 4
@@ -130,46 +135,75 @@ static char **c_strings(napi_env env, napi_value array)
 	return list;
 }
 
-/* A socket pair, ours non-blocking: [0] ours, [1] the server's, both
- * close-on-exec, and the server's above fd 4 (so that its dup2 onto 3 or
- * 4 never lands on itself and keeps FD_CLOEXEC). 0 or -errno. */
-static int server_pair(int sv[2])
+/* Moves *fd to the lowest free fd >= min (close-on-exec). 0 or -errno. */
+static int move_up(int *fd, int min)
 {
-	int far;
+	int moved = fcntl(*fd, F_DUPFD_CLOEXEC, min);
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+	if (moved < 0)
 		return -errno;
-	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0)
-		goto fail;
-	if (sv[1] > FD_FEED)
-		return 0;
-	far = fcntl(sv[1], F_DUPFD_CLOEXEC, FD_FEED + 1);
-	if (far < 0)
-		goto fail;
-	close(sv[1]);
-	sv[1] = far;
+	close(*fd);
+	*fd = moved;
 	return 0;
-fail:
-	far = -errno;
-	close(sv[0]);
-	close(sv[1]);
-	sv[0] = sv[1] = -1;
-	return far;
 }
 
-/* posix_spawn(file) with the two far ends on fds 3 and 4, our stdio 0-2
- * shared, every signal at its default and none blocked (as libuv starts a
- * child). Returns the pid or -errno.
- *
- * Node marks its fds 0-2 close-on-exec, and a dup2 of an fd onto itself
- * does not clear the flag everywhere (glibc before 2.35?, musl): each one
- * goes through a copy above fd 4, as libuv does for 'inherit'. */
-static pid_t spawn_server(const char *file, char **argv, char **envp, int sock, int feed)
+/* A socket pair, both ends close-on-exec: [0] ours, non-blocking, never on
+ * fds 0-2 (were one of them closed, the next open would take it: a child
+ * inheriting our stdio would get our end); [1] the server's, above fd 4
+ * (so that its dup2 onto 3 or 4 never lands on itself and keeps
+ * FD_CLOEXEC). 0 or -errno, with both set to -1. */
+static int server_pair(int sv[2])
+{
+	int r = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		sv[0] = sv[1] = -1;
+		return -errno;
+	}
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0)
+		r = -errno;
+	if (r == 0 && sv[0] <= 2)
+		r = move_up(&sv[0], 3);
+	if (r == 0 && sv[1] <= FD_FEED)
+		r = move_up(&sv[1], FD_FEED + 1);
+	if (r < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		sv[0] = sv[1] = -1;
+	}
+	return r;
+}
+
+/* Copies of our fds 0-2 above fd 4 (-1 for one that is closed: the server
+ * fills it with /dev/null). Node marks its fds 0-2 close-on-exec, and a
+ * dup2 of an fd onto itself does not clear the flag everywhere (musl,
+ * older glibc): the server gets each through a copy, as libuv does for
+ * 'inherit'. Made before the socket pairs, which may take a closed one's
+ * number. 0 or -errno, with all closed again. */
+static int std_copies(int std[3])
+{
+	for (int fd = 0; fd < 3; fd++) {
+		std[fd] = fcntl(fd, F_DUPFD_CLOEXEC, FD_FEED + 1);
+		if (std[fd] < 0 && errno != EBADF) {
+			int err = -errno;
+
+			while (fd-- > 0)
+				if (std[fd] >= 0)
+					close(std[fd]);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* posix_spawn(file) with the two far ends on fds 3 and 4, the copies of
+ * our stdio on 0-2, every signal at its default and none blocked (as
+ * libuv starts a child). Returns the pid or -errno. */
+static pid_t spawn_server(const char *file, char **argv, char **envp, int sock, int feed, const int std[3])
 {
 	posix_spawn_file_actions_t actions;
 	posix_spawnattr_t attr;
 	sigset_t all, none;
-	int std[3] = { -1, -1, -1 };
 	pid_t pid;
 	int r;
 
@@ -181,13 +215,9 @@ static pid_t spawn_server(const char *file, char **argv, char **envp, int sock, 
 	}
 	sigfillset(&all);
 	sigemptyset(&none);
-	for (int fd = 0; fd < 3 && r == 0; fd++) {
-		std[fd] = fcntl(fd, F_DUPFD_CLOEXEC, FD_FEED + 1);
+	for (int fd = 0; fd < 3 && r == 0; fd++)
 		if (std[fd] >= 0)
 			r = posix_spawn_file_actions_adddup2(&actions, std[fd], fd);
-		else if (errno != EBADF)        /* closed here: the server fills it */
-			r = errno;
-	}
 	if (r == 0
 	    && (r = posix_spawn_file_actions_adddup2(&actions, sock, FD_SOCK)) == 0
 	    && (r = posix_spawn_file_actions_adddup2(&actions, feed, FD_FEED)) == 0
@@ -195,9 +225,6 @@ static pid_t spawn_server(const char *file, char **argv, char **envp, int sock, 
 	    && (r = posix_spawnattr_setsigmask(&attr, &none)) == 0
 	    && (r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK)) == 0)
 		r = posix_spawn(&pid, file, &actions, &attr, argv, envp);
-	for (int fd = 0; fd < 3; fd++)
-		if (std[fd] >= 0)
-			close(std[fd]);
 	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&actions);
 	return r == 0 ? pid : -r;
@@ -208,7 +235,7 @@ static napi_value start(napi_env env, napi_callback_info info)
 	size_t argc = 3;
 	napi_value args[3], out = NULL;
 	char *file = NULL, **argv = NULL, **envp = NULL;
-	int sock[2] = { -1, -1 }, feed[2] = { -1, -1 };
+	int sock[2] = { -1, -1 }, feed[2] = { -1, -1 }, std[3] = { -1, -1, -1 };
 	pid_t pid;
 
 	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 3)
@@ -216,8 +243,11 @@ static napi_value start(napi_env env, napi_callback_info info)
 	if ((file = c_string(env, args[0])) == NULL || (argv = c_strings(env, args[1])) == NULL
 	    || (envp = c_strings(env, args[2])) == NULL)
 		goto done;
-	if ((pid = server_pair(sock)) == 0 && (pid = server_pair(feed)) == 0)
-		pid = spawn_server(file, argv, envp, sock[1], feed[1]);
+	if ((pid = std_copies(std)) == 0 && (pid = server_pair(sock)) == 0 && (pid = server_pair(feed)) == 0)
+		pid = spawn_server(file, argv, envp, sock[1], feed[1], std);
+	for (int fd = 0; fd < 3; fd++)
+		if (std[fd] >= 0)
+			close(std[fd]);
 	if (sock[1] >= 0)
 		close(sock[1]);
 	if (feed[1] >= 0)
@@ -308,17 +338,67 @@ static void environ_remember(void)
 	seen_count = count;
 }
 
-static napi_value env_stamp(napi_env env, napi_callback_info info)
-{
-	napi_value v = NULL;
+/* Node's lock around the environment: node::per_process::env_var_mutex, a
+ * node::Mutex (whose only member is a uv_mutex_t), taken by every access
+ * to process.env, from any thread (a worker with SHARE_ENV writes it from
+ * its own). It and libuv's lock calls are exported by the node binary;
+ * without them the environment is not read here at all. */
+typedef void uv_lock_fn(void *);
+static void *env_mutex;
+static uv_lock_fn *lock_env, *unlock_env;
+static int lock_state;          /* 0 not looked up, 1 found, -1 missing */
 
-	(void)info;
-	if (!environ_unchanged()) {
+static int env_lock_found(void)
+{
+	if (lock_state == 0) {
+		env_mutex = dlsym(RTLD_DEFAULT, "_ZN4node11per_process13env_var_mutexE");
+		*(void **)&lock_env = dlsym(RTLD_DEFAULT, "uv_mutex_lock");
+		*(void **)&unlock_env = dlsym(RTLD_DEFAULT, "uv_mutex_unlock");
+		lock_state = env_mutex && lock_env && unlock_env ? 1 : -1;
+	}
+	return lock_state == 1;
+}
+
+/* envState(entries): under Node's lock, compares environ with the copy
+ * taken at the last change. Returns the stamp (a number that moves at each
+ * change) when unchanged and `entries` is false; else [stamp, ...the
+ * "K=V" strings of the copy], the copy and its stamp consistent with each
+ * other whatever other threads do. -1 when that cannot be known. */
+static napi_value env_state(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value arg, out = NULL, item;
+	bool entries = false;
+	int changed;
+	uint32_t i = 1;
+
+	if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != 0
+	    || (argc > 0 && napi_get_value_bool(env, arg, &entries) != 0))
+		return type_error(env, "envState(entries: boolean)");
+	if (!env_lock_found())
+		return int_value(env, -1);
+	lock_env(env_mutex);
+	changed = !environ_unchanged();
+	if (changed) {
 		environ_remember();
 		stamp++;
 	}
-	napi_create_uint32(env, stamp, &v);
-	return v;
+	unlock_env(env_mutex);
+	/* `seen` is ours, and only the main thread calls this: read unlocked. */
+	if (seen == NULL)
+		return int_value(env, -1);
+	if (!changed && !entries) {
+		napi_create_uint32(env, stamp, &out);
+		return out;
+	}
+	napi_create_array_with_length(env, seen_count + 1, &out);
+	napi_create_uint32(env, stamp, &item);
+	napi_set_element(env, out, 0, item);
+	for (const char *p = seen; p < seen + seen_len; p += strlen(p) + 1, i++) {
+		napi_create_string_utf8(env, p, NAPI_AUTO_LENGTH, &item);
+		napi_set_element(env, out, i, item);
+	}
+	return out;
 }
 
 static void export(napi_env env, napi_value exports, const char *name, napi_callback cb)
@@ -335,6 +415,6 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 {
 	export(env, exports, "start", start);
 	export(env, exports, "reap", reap);
-	export(env, exports, "envStamp", env_stamp);
+	export(env, exports, "envState", env_state);
 	return exports;
 }

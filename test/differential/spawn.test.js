@@ -149,6 +149,16 @@ for (const code of [0, 1, 7, 255]) {
   differential(`exit code ${code}`, (spawn) => { spawn('sh', ['-c', `exit ${code}`]); });
 }
 
+differential('a signal with two names is reported by Node\'s name (SIGABRT, not SIGIOT; SIGIO, not SIGPOLL)', (spawn, x) => {
+  for (const sig of ['ABRT', 'IO']) {
+    const c = spawn('sh', ['-c', `kill -${sig} $$`]);
+    c.on('exit', (code, signal) => { x[`exit ${sig}`] = [code, signal, c.signalCode]; });
+  }
+  // kill() takes either name and reports the one it was given.
+  const d = spawn('sleep', ['5']);
+  d.kill('SIGIOT');
+  x.killed = d.killed;
+});
 differential('child killed by a signal it sent itself: killed stays false', (spawn) => {
   spawn('sh', ['-c', 'kill -9 $$']);
 });

@@ -13,7 +13,7 @@ import { Worker } from 'node:worker_threads';
 import * as nodeCp from 'node:child_process';
 import { promisify } from 'node:util';
 import { channel } from 'node:diagnostics_channel';
-import { addon, addonPath, envStamp, loadError, startProcess, reapProcess } from '../../lib/launch.js';
+import { addon, addonPath, envSnapshot, loadError, startProcess, reapProcess } from '../../lib/launch.js';
 import { createPool, execFile } from '../../lib/index.js';
 
 const wanted = process.env.SPAWNPOOL_ADDON !== '0';
@@ -59,7 +59,7 @@ test('the addon is loaded exactly when it is wanted (built by npm install, Node 
   assert.equal(existsSync(addonPath), true, `${addonPath} was built`);
   assert.equal(loadError, null, loadError?.message);
   assert.equal(addon !== null, wanted);
-  if (!wanted) assert.equal(envStamp(process.env), -1);
+  if (!wanted) assert.equal(envSnapshot(process.env, -1), undefined);
 });
 
 test('a launched process has the fds a node:child_process child with two extra pipes has', withAddon, async () => {
@@ -105,34 +105,39 @@ test('a launch that fails throws Node\'s spawn error', withAddon, async () => {
   assert.throws(() => startProcess(file, ['x'], []), { code: nodeError.code, errno: nodeError.errno });
 });
 
-test('the environment stamp moves with every change of process.env, and only then', withAddon, () => {
+test('the environment snapshot: null while unchanged, the new strings after each change', withAddon, () => {
   const key = 'SPAWNPOOL_STAMP_TEST';
-  const a = envStamp(process.env);
-  assert.equal(envStamp(process.env), a);
+  const first = envSnapshot(process.env, -1);
+  assert.ok(Array.isArray(first), 'an unknown stamp gets the strings');
+  const entries = (snap) => snap.slice(1);
+  assert.deepEqual(entries(first), Object.entries(process.env).map(([k, v]) => `${k}=${v}`));
+  assert.equal(envSnapshot(process.env, first[0]), null);
   process.env[key] = 'one';
-  const b = envStamp(process.env);
-  assert.notEqual(b, a);
+  const second = envSnapshot(process.env, first[0]);
+  assert.notEqual(second[0], first[0]);
+  assert.ok(entries(second).includes(`${key}=one`));
   process.env[key] = 'two';                 // same length
-  const c = envStamp(process.env);
-  assert.notEqual(c, b);
-  assert.equal(envStamp(process.env), c);
+  const third = envSnapshot(process.env, second[0]);
+  assert.ok(entries(third).includes(`${key}=two`));
+  assert.equal(envSnapshot(process.env, third[0]), null);
   delete process.env[key];
-  assert.notEqual(envStamp(process.env), c);
+  const fourth = envSnapshot(process.env, third[0]);
+  assert.deepEqual(entries(fourth), entries(first));
 });
 
-test('a replaced or proxied process.env gets no stamp, and the probe leaves no trace', withAddon, () => {
+test('a replaced or proxied process.env gets no snapshot, and the probe leaves no trace', withAddon, () => {
   const real = process.env;
   const copy = { ...real };
   try {
     process.env = copy;
-    assert.equal(envStamp(process.env), -1);
+    assert.equal(envSnapshot(process.env, -1), undefined);
     assert.equal(Object.hasOwn(copy, '__spawnpool_env_probe__'), false);
     process.env = new Proxy(real, {});
-    assert.equal(envStamp(process.env), -1);
+    assert.equal(envSnapshot(process.env, -1), undefined);
   } finally {
     process.env = real;
   }
-  assert.notEqual(envStamp(process.env), -1);
+  assert.ok(Array.isArray(envSnapshot(process.env, -1)));
 });
 
 const envOf = async (spawnImpl) => {
@@ -172,6 +177,88 @@ test('every change of process.env between spawns reaches the next child, as with
     delete process.env[key];
     await pool.close();
   }
+});
+
+test('a variable named like an array index, set through process.env, is not in the C environment: documented difference', async () => {
+  // Node keeps it on the object (getenv() does not see it) and its spawn
+  // passes it on; with the addon spawnpool reads the C environment.
+  const real = process.env;
+  const pool = createPool({ size: 1 });
+  try {
+    process.env['42'] = 'an index key';
+    const has = (out) => /^42=an index key$/m.test(out);
+    assert.equal(has(await envOf(nodeCp.spawn)), true);
+    assert.equal(has(await envOf(pool.spawn)), !wanted, wanted ? 'not passed with the addon' : 'passed, as by Node');
+    // The ways to Node's behaviour: a copy of process.env, or no addon.
+    const copied = pool.spawn('env', [], { env: { ...process.env } });
+    let out = '';
+    copied.stdout.on('data', (d) => { out += d; });
+    await once(copied, 'close');
+    assert.equal(has(out), true);
+  } finally {
+    delete real['42'];
+    await pool.close();
+  }
+});
+
+test('a SHARE_ENV worker rewriting the environment while the main thread spawns: no crash, the last value wins', async () => {
+  // In a process of its own: a race on the C environment would kill it.
+  const code = `
+    import { Worker, SHARE_ENV } from 'node:worker_threads';
+    import { once } from 'node:events';
+    import { promisify } from 'node:util';
+    const { normalizeSpawnArguments } = await import(${JSON.stringify(new URL('../../lib/options.js', import.meta.url).href)});
+    const { execFile } = await import(${JSON.stringify(new URL('../../lib/index.js', import.meta.url).href)});
+    const worker = new Worker(\`
+      import('node:worker_threads').then(({ parentPort }) => {
+        let stop = false;
+        parentPort.on('message', () => { stop = true; });
+        (function churn() {
+          for (let i = 0; i < 2000; i++) { process.env['RACE_' + (i % 50)] = 'x'.repeat(i % 300); delete process.env['RACE_' + ((i + 25) % 50)]; }
+          if (!stop) setImmediate(churn);
+          else { for (let i = 0; i < 50; i++) delete process.env['RACE_' + i]; process.env.RACE_FINAL = 'final'; parentPort.postMessage('done'); }
+        })();
+      });
+    \`, { eval: true, env: SHARE_ENV });
+    const until = Date.now() + 1500;
+    let calls = 0;
+    while (Date.now() < until) {
+      for (let i = 0; i < 200; i++, calls++) normalizeSpawnArguments('true', [], {});
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    worker.postMessage('stop');
+    await once(worker, 'message');
+    const { stdout } = await promisify(execFile)('env');
+    await worker.terminate();
+    console.log(JSON.stringify({ calls: calls > 0, final: /^RACE_FINAL=final$/m.test(stdout), races: /^RACE_\\d/m.test(stdout) }));
+  `;
+  const { stdout } = await promisify(nodeCp.execFile)(process.execPath, ['--input-type=module', '-e', code], { timeout: 30_000 });
+  assert.deepEqual(JSON.parse(stdout), { calls: true, final: true, races: false });
+});
+
+test('with fd 0 closed, a child that inherits stdin gets what node:child_process gives it, and the pool keeps serving', async () => {
+  const code = `
+    import { closeSync } from 'node:fs';
+    import * as cp from 'node:child_process';
+    closeSync(0);
+    const { createPool } = await import(${JSON.stringify(new URL('../../lib/index.js', import.meta.url).href)});
+    const pool = createPool({ size: 1 });
+    const run = (spawn) => new Promise((resolve) => {
+      const c = spawn('sh', ['-c', 'readlink /proc/self/fd/0 || echo closed'], { stdio: ['inherit', 'pipe', 'inherit'] });
+      let out = '';
+      c.stdout.on('data', (d) => { out += d; });
+      c.on('close', (status) => resolve(out.trim() + ' ' + status));
+    });
+    const ours = await run(pool.spawn);
+    const node = await run(cp.spawn);
+    const again = await run(pool.spawn);
+    console.log(JSON.stringify({ ours, node, again }));
+    await pool.close();
+  `;
+  const { stdout } = await promisify(nodeCp.execFile)(process.execPath, ['--input-type=module', '-e', code], { timeout: 30_000 });
+  const { ours, node, again } = JSON.parse(stdout);
+  assert.equal(ours, node);
+  assert.equal(again, node);
 });
 
 test('in a worker thread, the worker\'s own process.env reaches its children', async () => {
