@@ -22,6 +22,7 @@ struct stream {
 	uint8_t hup;            /* the edge said the writer closed */
 	uint8_t queued;         /* on the ready list */
 	uint8_t dropping;       /* CLOSEd: closed once the writer is quiet */
+	uint8_t busy;           /* the last read filled a whole chunk: splice */
 	int fd;                 /* -1: not a pipe, or closed after its END */
 	uint64_t credit;        /* bytes the client still accepts */
 	struct child *c;

@@ -100,6 +100,55 @@ void conn_send(const struct sp_msg *m)
 	conn_commit(sp_encode(conn_reserve(n), m));
 }
 
+int conn_idle(void)
+{
+	return out.head == out.len && !want_out;
+}
+
+/* One write(2) or splice(2) straight to the socket: bytes taken, 0 when it
+ * is full or fails (a real failure shows again at conn_flush's write). */
+static size_t direct(const uint8_t *p, int pipe_rd, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = p ? write(sock, p, n)
+		      : splice(pipe_rd, NULL, sock, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	while (r < 0 && errno == EINTR);
+	return r > 0 ? (size_t)r : 0;
+}
+
+void conn_send_spliced(const uint8_t *hdr, size_t hlen, int pipe_rd, size_t n)
+{
+	size_t done = conn_idle() ? direct(hdr, -1, hlen) : 0;
+	ssize_t r;
+
+	if (done == hlen) {
+		while (n > 0) {
+			size_t moved = direct(NULL, pipe_rd, n);
+
+			if (moved == 0)
+				break;
+			n -= moved;
+		}
+	} else {
+		memcpy(conn_reserve(hlen - done), hdr + done, hlen - done);
+		conn_commit(hlen - done);
+	}
+	/* The rest, through our buffer, behind what was written. */
+	while (n > 0) {
+		do
+			r = read(pipe_rd, conn_reserve(n), n);
+		while (r < 0 && errno == EINTR);
+		if (r <= 0) {
+			DBG("read(relay pipe): %s", r < 0 ? strerror(errno) : "EOF");
+			exit(SPAWND_EXIT_SYSCALL);
+		}
+		conn_commit((size_t)r);
+		n -= (size_t)r;
+	}
+}
+
 int conn_pipe_room(void)
 {
 	return out.len - out.head < SPAWND_OUT_SOFT;

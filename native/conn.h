@@ -27,6 +27,16 @@ void conn_commit(size_t n);
 /* Queues one encoded message. */
 void conn_send(const struct sp_msg *m);
 
+/* 1 when no output waits: a frame written now goes straight to the socket. */
+int conn_idle(void);
+
+/* Sends a frame whose `n`-byte payload waits in the pipe `pipe_rd` (and
+ * nothing else does): the header `hdr` is written to the socket, the
+ * payload spliced after it (no copy through our memory). Whatever the
+ * socket does not take now (or all of it, if other output waits) is
+ * queued as usual. Exits (111) if the pipe cannot be read. */
+void conn_send_spliced(const uint8_t *hdr, size_t hlen, int pipe_rd, size_t n);
+
 /* 1 while child pipes may be read (little output is waiting to be sent). */
 int conn_pipe_room(void);
 

@@ -8,6 +8,7 @@
 #include "stdio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -81,6 +82,7 @@ void stream_start(struct stream *s, struct child *c, int which, int fd,
 	s->readable = 0;
 	s->hup = 0;
 	s->dropping = 0;
+	s->busy = 0;
 	s->queued = 0;
 	s->fd = fd;
 	s->credit = window;
@@ -186,8 +188,67 @@ static void stream_end(struct stream *s, int err)
 	stream_close(s);
 }
 
-/* One read of at most min(credit, 64 KiB), straight into the output buffer. */
+/* One read of at most min(credit, 64 KiB), straight into the output
+ * buffer, or spliced past it (see relay_splice). */
 static void stream_read_once(struct stream *s, int *drained);
+
+/* A pipe the bytes of a busy stream pass through on their way from the
+ * child's socket to the client's: two splice(2) calls move page references
+ * (Linux 6.5 and later, for sockets) where a read and a write copied the
+ * bytes twice. Made at the first use; -1 if it could not be, or once
+ * splice turned out not to work here (the copy is used then). */
+static int relay[2] = { -1, -1 };
+static int relay_state;         /* 0 not tried, 1 works, -1 off */
+
+enum { SPLICE_MIN = 16 * 1024 };        /* smaller reads are cheaper copied */
+
+static int relay_ready(void)
+{
+	if (relay_state == 0) {
+		relay_state = -1;
+		if (pipe2(relay, O_CLOEXEC | O_NONBLOCK) < 0) {
+			DBG("pipe2 (relay): %s", strerror(errno));
+			return 0;
+		}
+		/* Room for a whole chunk however the socket cut it into pages. */
+		if (fcntl(relay[1], F_SETPIPE_SZ, 4 * SPAWND_PIPE_CHUNK) < 0)
+			DBG("F_SETPIPE_SZ (relay): %s", strerror(errno));
+		relay_state = 1;
+	}
+	return relay_state == 1;
+}
+
+/* One chunk of a busy stream, spliced: returns what read(2) would (bytes,
+ * 0 at EOF, -1 with errno), or -2 when splicing is not possible now
+ * (output is waiting, or splice does not work here): read instead.
+ * Unlike a read, a splice may stop short with bytes left (the pipe ran out
+ * of slots: one per page fragment, and a child writing small pieces makes
+ * many): *left says whether the socket still holds some. */
+static ssize_t relay_splice(struct stream *s, size_t want, int *left)
+{
+	uint8_t hdr[SP_DATA_HDR];
+	ssize_t n;
+	int avail = 0;
+
+	if (!s->busy || want < SPLICE_MIN || !conn_idle() || !relay_ready())
+		return -2;
+	do
+		n = splice(s->fd, NULL, relay[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EINVAL || errno == ENOSYS || errno == EPERM)) {
+		DBG("splice: %s; relaying by copy", strerror(errno));
+		relay_state = -1;
+		return -2;
+	}
+	if (n > 0) {
+		sp_put_data_hdr(hdr, s->c->id, s->which, (uint32_t)n);
+		conn_send_spliced(hdr, sizeof(hdr), relay[0], (size_t)n);
+		if ((size_t)n < want && ioctl(s->fd, FIONREAD, &avail) < 0)
+			avail = 1;      /* unknown: read on; EAGAIN settles it */
+		*left = avail > 0;
+	}
+	return n;
+}
 
 /* One read, and the EOF right behind it when the writer is gone: Node sees
  * a pipe's last bytes and its EOF in one go (libuv reports POLLHUP's EOF
@@ -206,21 +267,29 @@ static void stream_read_once(struct stream *s, int *drained)
 {
 	size_t want = s->credit < SPAWND_PIPE_CHUNK ? (size_t)s->credit
 						     : SPAWND_PIPE_CHUNK;
-	uint8_t *dst = conn_reserve(SP_DATA_HDR + want);
-	ssize_t n;
+	int left = 0;
+	ssize_t n = relay_splice(s, want, &left);
 
-	do
-		n = read(s->fd, dst + SP_DATA_HDR, want);
-	while (n < 0 && errno == EINTR);
+	if (n == -2) {
+		uint8_t *dst = conn_reserve(SP_DATA_HDR + want);
+
+		do
+			n = read(s->fd, dst + SP_DATA_HDR, want);
+		while (n < 0 && errno == EINTR);
+		if (n > 0) {
+			sp_put_data_hdr(dst, s->c->id, s->which, (uint32_t)n);
+			conn_commit(SP_DATA_HDR + (size_t)n);
+		}
+	}
 	if (n > 0) {
-		sp_put_data_hdr(dst, s->c->id, s->which, (uint32_t)n);
-		conn_commit(SP_DATA_HDR + (size_t)n);
+		/* A full chunk: more is likely to follow, worth splicing. */
+		s->busy = (size_t)n == SPAWND_PIPE_CHUNK || left;
 		s->credit -= (size_t)n;
 		/* A short read emptied the pipe: the next write is a new edge
 		 * (unless the writer has gone: then read on to EOF). */
-		if ((size_t)n < want && !s->hup)
+		if ((size_t)n < want && !left && !s->hup)
 			s->readable = 0;
-		*drained = (size_t)n < want;
+		*drained = (size_t)n < want && !left;
 	} else if (n == 0) {
 		stream_end(s, 0);
 	} else if (errno == EAGAIN) {

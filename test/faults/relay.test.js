@@ -1,0 +1,102 @@
+// The output relay under mixed traffic: busy streams are spliced from the
+// child's socket to the client's behind their frame headers, the rest is
+// copied through the server's buffer, and both kinds of frame share one
+// connection. Every byte must arrive once, in order, on its own stream,
+// whatever the interleaving, pauses and small reads in between.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { createPool } from '../../lib/index.js';
+
+let dir;
+let big;
+let bigHash;
+const MB = 1024 * 1024;
+
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'spawnpool-relay-'));
+  big = join(dir, 'big.bin');
+  const data = randomBytes(24 * MB + 12345);         // not a multiple of any chunk
+  writeFileSync(big, data);
+  bigHash = createHash('sha256').update(data).digest('hex');
+});
+
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Hashes and sizes of what `child` writes on stdout and stderr, at 'close'. */
+async function collect(child, { pauseEvery = 0 } = {}) {
+  const hashes = [createHash('sha256'), createHash('sha256')];
+  const sizes = [0, 0];
+  const chunks = [0, 0];
+  [child.stdout, child.stderr].forEach((stream, i) => {
+    stream.on('data', (d) => {
+      hashes[i].update(d);
+      sizes[i] += d.length;
+      if (pauseEvery && ++chunks[i] % pauseEvery === 0) {
+        stream.pause();
+        setTimeout(() => stream.resume(), 3);
+      }
+    });
+  });
+  const [code] = await once(child, 'close');
+  return { code, out: [hashes[0].digest('hex'), sizes[0]], err: [hashes[1].digest('hex'), sizes[1]] };
+}
+
+test('busy stdout and stderr of several children on one server, with chatty neighbours: every byte, in order', async () => {
+  const pool = createPool({ size: 1 });
+  try {
+    const size = 24 * MB + 12345;
+    const runs = [];
+    for (let i = 0; i < 3; i++) {
+      // Both streams busy at once (stderr from a background cat).
+      runs.push(collect(pool.spawn('sh', ['-c', 'cat "$1" >&2 & cat "$1"; wait', 'sh', big]), { pauseEvery: i === 1 ? 7 : 0 }));
+    }
+    // Small frames in between: a child printing lines while the big ones run.
+    const lines = collect(pool.spawn('sh', ['-c', 'i=0; while [ $i -lt 2000 ]; do echo line $i; i=$((i+1)); done']));
+    const expectedLines = createHash('sha256');
+    for (let i = 0; i < 2000; i++) expectedLines.update(`line ${i}\n`);
+    for (const r of await Promise.all(runs)) {
+      assert.deepEqual(r, { code: 0, out: [bigHash, size], err: [bigHash, size] });
+    }
+    const small = await lines;
+    assert.equal(small.code, 0);
+    assert.equal(small.out[0], expectedLines.digest('hex'));
+  } finally {
+    await pool.close();
+  }
+});
+
+test('a busy stream that turns quiet and busy again (small writes between big ones) stays intact', async () => {
+  const pool = createPool({ size: 1 });
+  try {
+    const script = 'for i in 1 2 3; do cat "$1"; printf "gap %s\\n" $i; sleep 0.01; done';
+    const child = pool.spawn('sh', ['-c', script, 'sh', big], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const r = await collect(child);
+    const data = (await import('node:fs')).readFileSync(big);
+    const expected = createHash('sha256');
+    for (const i of [1, 2, 3]) expected.update(data).update(`gap ${i}\n`);
+    assert.deepEqual(r.out, [expected.digest('hex'), 3 * (data.length + 6)]);
+    assert.equal(r.code, 0);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('a child writing in small pieces (dd bs=100) while the stream is busy: nothing is lost or stuck', async () => {
+  const pool = createPool({ size: 1 });
+  try {
+    // A big write first makes the stream busy (spliced); then many small
+    // writes queue up as many small socket buffers.
+    const child = pool.spawn('sh', ['-c', 'head -c 1048576 "$1"; dd if="$1" bs=100 count=40000 status=none', 'sh', big]);
+    const r = await collect(child, { pauseEvery: 5 });
+    const data = (await import('node:fs')).readFileSync(big);
+    const expected = createHash('sha256').update(data.subarray(0, MB)).update(data.subarray(0, 4_000_000)).digest('hex');
+    assert.deepEqual(r.out, [expected, MB + 4_000_000]);
+  } finally {
+    await pool.close();
+  }
+});
