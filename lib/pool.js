@@ -11,7 +11,7 @@ import {
   validatePoolOptions, resolveSizing, availableCpus, DEFAULT_IDLE_TIMEOUT_MS,
 } from './config.js';
 import { debug, channels, unpublished, fallback } from './observe.js';
-import { envVar } from './runtime.js';
+import { childProcessDenied, envVar } from './runtime.js';
 
 export { availableCpus };
 
@@ -153,6 +153,10 @@ export class Pool {
       if (channels.poolStart.hasSubscribers) {
         channels.poolStart.publish({ pool: this, size: this.size, min: this.min, max: this.max, reason: this.sizeReason });
       }
+    }
+    if (childProcessDenied()) {
+      this.markUnavailable('Node\'s permission model denies child processes (run with --allow-child-process)');
+      return;
     }
     if (platform !== 'linux' && this.binary === builtBinary) {
       this.markUnavailable(`the native spawn server runs on Linux only (this is ${platform})`);

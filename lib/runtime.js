@@ -96,6 +96,14 @@ function denoGate(binary) {
   return reason;
 }
 
+/**
+ * Node's permission model (`--permission`) without `--allow-child-process`:
+ * node:child_process refuses every spawn, and so does spawnpool. Its
+ * servers are processes too, which the launch addon (allowed by
+ * `--allow-addons`) would otherwise start regardless.
+ */
+export const childProcessDenied = () => runtime === 'node' && process.permission?.has('child') === false;
+
 /** True when spawns of a pool using `binary` go to the runtime's own node:child_process. */
 export function delegates(binary) {
   if (preferredMode() === 'delegate') return true;

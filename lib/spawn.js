@@ -13,7 +13,7 @@ import { AbortError } from './errors.js';
 import {
   childCreated, spawnStart, spawnOutcome, fallback, wantsSpawnErrors, spawnFailed,
 } from './observe.js';
-import { checkRuntime, delegates } from './runtime.js';
+import { checkRuntime, childProcessDenied, delegates } from './runtime.js';
 import { checkSpawn, throwsSynchronously, spawnError } from './precheck.js';
 
 function toRequest(norm, plan, window) {
@@ -127,6 +127,8 @@ export function createSpawn(getPool) {
     validateAbortSignal(opts.signal, 'options.signal');
     const killSignal = sanitizeKillSignal(opts.killSignal);
     const plan = planStdio(opts.stdio);
+    // Node's own spawn throws its ERR_ACCESS_DENIED; no pool is started.
+    if (childProcessDenied()) return nodeSpawn(file, args, options);
     const pool = getPool();
     if (plan === null) {
       fallback(pool, 'unservable-stdio', norm.file);
