@@ -106,8 +106,8 @@ int conn_idle(void)
 }
 
 /* One write(2) or splice(2) straight to the socket: bytes taken, 0 when it
- * is full or fails (a real failure shows again at conn_flush's write). */
-static size_t direct(const uint8_t *p, int pipe_rd, size_t n)
+ * is full, or -errno. */
+static ssize_t direct(const uint8_t *p, int pipe_rd, size_t n)
 {
 	ssize_t r;
 
@@ -115,27 +115,16 @@ static size_t direct(const uint8_t *p, int pipe_rd, size_t n)
 		r = p ? write(sock, p, n)
 		      : splice(pipe_rd, NULL, sock, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	while (r < 0 && errno == EINTR);
-	return r > 0 ? (size_t)r : 0;
+	if (r < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	return r;
 }
 
-void conn_send_spliced(const uint8_t *hdr, size_t hlen, int pipe_rd, size_t n)
+/* Reads `n` bytes of the pipe into `out`: the copy path. */
+static void pipe_to_out(int pipe_rd, size_t n)
 {
-	size_t done = conn_idle() ? direct(hdr, -1, hlen) : 0;
 	ssize_t r;
 
-	if (done == hlen) {
-		while (n > 0) {
-			size_t moved = direct(NULL, pipe_rd, n);
-
-			if (moved == 0)
-				break;
-			n -= moved;
-		}
-	} else {
-		memcpy(conn_reserve(hlen - done), hdr + done, hlen - done);
-		conn_commit(hlen - done);
-	}
-	/* The rest, through our buffer, behind what was written. */
 	while (n > 0) {
 		do
 			r = read(pipe_rd, conn_reserve(n), n);
@@ -147,6 +136,35 @@ void conn_send_spliced(const uint8_t *hdr, size_t hlen, int pipe_rd, size_t n)
 		conn_commit((size_t)r);
 		n -= (size_t)r;
 	}
+}
+
+int conn_send_spliced(const uint8_t *hdr, size_t hlen, int pipe_rd, size_t n)
+{
+	ssize_t done = conn_idle() ? direct(hdr, -1, hlen) : 0;
+
+	if (done != (ssize_t)hlen) {
+		/* The socket is full (or failing: conn_flush will say so): the
+		 * rest of the frame waits in `out`. */
+		done = done > 0 ? done : 0;
+		memcpy(conn_reserve(hlen - (size_t)done), hdr + done, hlen - (size_t)done);
+		conn_commit(hlen - (size_t)done);
+		pipe_to_out(pipe_rd, n);
+		return 0;
+	}
+	while (n > 0) {
+		ssize_t moved = direct(NULL, pipe_rd, n);
+
+		if (moved <= 0) {
+			/* The socket is full: the rest through `out`, behind what
+			 * went (a failure shows at conn_flush's write). */
+			pipe_to_out(pipe_rd, n);
+			if (moved == -EINVAL || moved == -ENOSYS)
+				return (int)moved;      /* it takes no splice */
+			return 0;
+		}
+		n -= (size_t)moved;
+	}
+	return 0;
 }
 
 int conn_pipe_room(void)

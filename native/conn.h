@@ -31,11 +31,13 @@ void conn_send(const struct sp_msg *m);
 int conn_idle(void);
 
 /* Sends a frame whose `n`-byte payload waits in the pipe `pipe_rd` (and
- * nothing else does): the header `hdr` is written to the socket, the
- * payload spliced after it (no copy through our memory). Whatever the
- * socket does not take now (or all of it, if other output waits) is
- * queued as usual. Exits (111) if the pipe cannot be read. */
-void conn_send_spliced(const uint8_t *hdr, size_t hlen, int pipe_rd, size_t n);
+ * nothing else does; conn_idle() must be true): the header `hdr` is
+ * written to the socket and the payload spliced after it (no copy through
+ * our memory). Whatever the socket does not take now is read from the
+ * pipe into the output buffer, behind what went. Returns -EINVAL or
+ * -ENOSYS when the socket takes no splice (the rest went by copy), else
+ * 0. Exits (111) if the pipe cannot be read. */
+int conn_send_spliced(const uint8_t *hdr, size_t hlen, int pipe_rd, size_t n);
 
 /* 1 while child pipes may be read (little output is waiting to be sent). */
 int conn_pipe_room(void);

@@ -210,10 +210,20 @@ static int relay_ready(void)
 			DBG("pipe2 (relay): %s", strerror(errno));
 			return 0;
 		}
-		/* Room for a whole chunk however the socket cut it into pages. */
+		/* Room for a whole chunk however the socket cut it into pages
+		 * (one slot per fragment). A user over its pipe quota gets a
+		 * pipe of 2 slots: splicing 8 KiB at a time would cost more
+		 * than it saves, so then there is no relay. */
 		if (fcntl(relay[1], F_SETPIPE_SZ, 4 * SPAWND_PIPE_CHUNK) < 0)
 			DBG("F_SETPIPE_SZ (relay): %s", strerror(errno));
+		if (fcntl(relay[1], F_GETPIPE_SZ) < 2 * SPAWND_PIPE_CHUNK) {
+			DBG("relay pipe too small: relaying by copy");
+			close(relay[0]);
+			close(relay[1]);
+			return 0;
+		}
 		relay_state = 1;
+		DBG("relay: busy streams are spliced");
 	}
 	return relay_state == 1;
 }
@@ -240,9 +250,16 @@ static ssize_t relay_splice(struct stream *s, size_t want, int *left)
 		relay_state = -1;
 		return -2;
 	}
+	/* EOF, and errors, are read(2)'s to tell: splice returns 0 when it
+	 * cannot get a page too, and EFAULT for its own failures. */
+	if (n == 0 || (n < 0 && errno != EAGAIN))
+		return -2;
 	if (n > 0) {
 		sp_put_data_hdr(hdr, s->c->id, s->which, (uint32_t)n);
-		conn_send_spliced(hdr, sizeof(hdr), relay[0], (size_t)n);
+		if (conn_send_spliced(hdr, sizeof(hdr), relay[0], (size_t)n) < 0) {
+			DBG("splice into the socket failed: relaying by copy");
+			relay_state = -1;
+		}
 		if ((size_t)n < want && ioctl(s->fd, FIONREAD, &avail) < 0)
 			avail = 1;      /* unknown: read on; EAGAIN settles it */
 		*left = avail > 0;
@@ -267,7 +284,7 @@ static void stream_read_once(struct stream *s, int *drained)
 {
 	size_t want = s->credit < SPAWND_PIPE_CHUNK ? (size_t)s->credit
 						     : SPAWND_PIPE_CHUNK;
-	int left = 0;
+	int left = 0, avail = 0;
 	ssize_t n = relay_splice(s, want, &left);
 
 	if (n == -2) {
@@ -279,11 +296,18 @@ static void stream_read_once(struct stream *s, int *drained)
 		if (n > 0) {
 			sp_put_data_hdr(dst, s->c->id, s->which, (uint32_t)n);
 			conn_commit(SP_DATA_HDR + (size_t)n);
+			/* A read stops short of what is queued after a message
+			 * that carries fds (SCM_RIGHTS) or before an out-of-band
+			 * byte: the edge is spent, so ask (libuv, level-triggered,
+			 * would simply be woken again). */
+			if ((size_t)n < want && !s->hup && ioctl(s->fd, FIONREAD, &avail) == 0)
+				left = avail > 0;
 		}
 	}
 	if (n > 0) {
-		/* A full chunk: more is likely to follow, worth splicing. */
-		s->busy = (size_t)n == SPAWND_PIPE_CHUNK || left;
+		/* A full chunk: more is likely to follow, worth splicing (a
+		 * backlog of small pieces splices a few KiB at a time: read). */
+		s->busy = (size_t)n == SPAWND_PIPE_CHUNK || (left && (size_t)n >= SPLICE_MIN);
 		s->credit -= (size_t)n;
 		/* A short read emptied the pipe: the next write is a new edge
 		 * (unless the writer has gone: then read on to EOF). */

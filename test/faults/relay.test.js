@@ -7,9 +7,13 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import * as nodeCp from 'node:child_process';
 import { createPool } from '../../lib/index.js';
 
 let dir;
@@ -100,3 +104,57 @@ test('a child writing in small pieces (dd bs=100) while the stream is busy: noth
     await pool.close();
   }
 });
+
+test('the relay does splice here (spawnd says so under SPAWND_DEBUG=1), and what it splices arrives intact', async () => {
+  // The tests above pass with or without splicing; this one makes sure
+  // they exercised it on this machine.
+  const code = `
+    const { createPool } = await import(${JSON.stringify(new URL('../../lib/index.js', import.meta.url).href)});
+    const { createHash } = await import('node:crypto');
+    const pool = createPool({ size: 1 });
+    const hash = createHash('sha256');
+    await new Promise((resolve) => {
+      const c = pool.spawn('cat', [${JSON.stringify(big)}]);
+      c.stdout.on('data', (d) => hash.update(d));
+      c.on('close', resolve);
+    });
+    await pool.close();
+    console.log(hash.digest('hex'));
+  `;
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', code], {
+    env: { ...process.env, SPAWND_DEBUG: '1' }, maxBuffer: 64 * MB, timeout: 60_000,
+  });
+  assert.equal(stdout.trim(), bigHash);
+  assert.match(stderr, /relay: busy streams are spliced/);
+  assert.doesNotMatch(stderr, /relaying by copy/);
+});
+
+const python = ['/usr/bin/python3', '/usr/local/bin/python3', '/bin/python3'].find((p) => existsSync(p));
+
+for (const mode of ['fd', 'oob']) {
+  test(`bytes queued behind a message with ${mode === 'fd' ? 'fds attached (SCM_RIGHTS)' : 'an out-of-band byte'} arrive at once, as with node:child_process`, { skip: !python && 'no python3 to write such a message' }, async () => {
+    const script = fileURLToPath(new URL('../fixtures/scripts/stdout-scm.py', import.meta.url));
+    // When the C's have arrived, well before the D that follows 1.5 s later.
+    const cs = async (spawn) => {
+      const start = performance.now();
+      const child = spawn(python, [script, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      let at = null;
+      child.stdout.on('data', (d) => {
+        out += d;
+        if (at === null && out.includes('C'.repeat(1000))) at = performance.now() - start;
+      });
+      await once(child, 'close');
+      return { at, tail: out.slice(-2) };
+    };
+    const pool = createPool({ size: 1 });
+    try {
+      const [ours, node] = await Promise.all([cs(pool.spawn), cs(nodeCp.spawn)]);
+      assert.equal(ours.tail, node.tail);
+      assert.ok(node.at !== null && node.at < 1000, `node:child_process got the C's at ${node.at} ms`);
+      assert.ok(ours.at !== null && ours.at < 1000, `spawnpool got the C's at ${ours.at} ms (the D comes at 1500)`);
+    } finally {
+      await pool.close();
+    }
+  });
+}
