@@ -155,7 +155,11 @@ export class Pool {
       }
     }
     if (childProcessDenied()) {
-      this.markUnavailable('Node\'s permission model denies child processes (run with --allow-child-process)');
+      // No warning: spawns are refused (by Node's own spawn), not served elsewhere.
+      this.unavailable = 'Node\'s permission model denies child processes (run with --allow-child-process)';
+      this.retryAt = performance.now() + RECHECK_MS;
+      debug('unavailable: %s', this.unavailable);
+      this.notify();
       return;
     }
     if (platform !== 'linux' && this.binary === builtBinary) {

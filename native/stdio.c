@@ -202,6 +202,18 @@ static int relay_state;         /* 0 not tried, 1 works, -1 off */
 
 enum { SPLICE_MIN = 16 * 1024 };        /* smaller reads are cheaper copied */
 
+/* No more splicing: the copy path from now on, and the pipe closed (it is
+ * empty whenever this runs). */
+static void relay_off(void)
+{
+	relay_state = -1;
+	for (int i = 0; i < 2; i++) {
+		if (relay[i] >= 0)
+			close(relay[i]);
+		relay[i] = -1;
+	}
+}
+
 static int relay_ready(void)
 {
 	if (relay_state == 0) {
@@ -218,8 +230,7 @@ static int relay_ready(void)
 			DBG("F_SETPIPE_SZ (relay): %s", strerror(errno));
 		if (fcntl(relay[1], F_GETPIPE_SZ) < 2 * SPAWND_PIPE_CHUNK) {
 			DBG("relay pipe too small: relaying by copy");
-			close(relay[0]);
-			close(relay[1]);
+			relay_off();
 			return 0;
 		}
 		relay_state = 1;
@@ -247,7 +258,7 @@ static ssize_t relay_splice(struct stream *s, size_t want, int *left)
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && (errno == EINVAL || errno == ENOSYS || errno == EPERM)) {
 		DBG("splice: %s; relaying by copy", strerror(errno));
-		relay_state = -1;
+		relay_off();
 		return -2;
 	}
 	/* EOF, and errors, are read(2)'s to tell: splice returns 0 when it
@@ -258,7 +269,7 @@ static ssize_t relay_splice(struct stream *s, size_t want, int *left)
 		sp_put_data_hdr(hdr, s->c->id, s->which, (uint32_t)n);
 		if (conn_send_spliced(hdr, sizeof(hdr), relay[0], (size_t)n) < 0) {
 			DBG("splice into the socket failed: relaying by copy");
-			relay_state = -1;
+			relay_off();
 		}
 		if ((size_t)n < want && ioctl(s->fd, FIONREAD, &avail) < 0)
 			avail = 1;      /* unknown: read on; EAGAIN settles it */
