@@ -39,7 +39,6 @@ function load() {
   return module.exports;
 }
 
-
 /** An error shaped as node:child_process reports a spawn that failed. */
 function spawnError(file, errno) {
   const code = getSystemErrorName(-errno);
