@@ -11,9 +11,10 @@
 // text, as before.
 import { fileURLToPath } from 'node:url';
 import { isMainThread } from 'node:worker_threads';
-import { debuglog, types, getSystemErrorName } from 'node:util';
+import { debuglog, types } from 'node:util';
 import { runtime } from './runtime.js';
 import { signalName } from './options.js';
+import { errnoError } from './errors.js';
 
 export const addonPath = fileURLToPath(new URL('../native/build/launch.node', import.meta.url));
 
@@ -40,11 +41,7 @@ function load() {
 }
 
 /** An error shaped as node:child_process reports a spawn that failed. */
-function spawnError(file, errno) {
-  const code = getSystemErrorName(-errno);
-  const err = new Error(`spawn ${file} ${code}`);
-  return Object.assign(err, { errno: -errno, code, syscall: `spawn ${file}`, path: file });
-}
+const spawnError = (file, errno) => Object.assign(errnoError(errno, `spawn ${file}`), { path: file });
 
 /**
  * Starts `file` with `argv` (argv[0] included) and `env` ("K=V" strings),

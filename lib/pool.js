@@ -156,10 +156,7 @@ export class Pool {
     }
     if (childProcessDenied()) {
       // No warning: spawns are refused (by Node's own spawn), not served elsewhere.
-      this.unavailable = 'Node\'s permission model denies child processes (run with --allow-child-process)';
-      this.retryAt = performance.now() + RECHECK_MS;
-      debug('unavailable: %s', this.unavailable);
-      this.notify();
+      this.setUnavailable('Node\'s permission model denies child processes (run with --allow-child-process)');
       return;
     }
     if (platform !== 'linux' && this.binary === builtBinary) {
@@ -196,11 +193,17 @@ export class Pool {
     this.retryAt = performance.now() + ms;
   }
 
-  markUnavailable(reason, cause) {
+  /** The pool cannot serve, for `reason`; it looks again after RECHECK_MS. */
+  setUnavailable(reason) {
     this.unavailable = reason;
     this.retryAt = performance.now() + RECHECK_MS;
     debug('unavailable: %s', reason);
     this.notify();
+  }
+
+  /** setUnavailable(), and one process warning per reason: calls go to node:child_process. */
+  markUnavailable(reason, cause) {
+    this.setUnavailable(reason);
     if (this.warned.has(reason)) return;
     this.warned.add(reason);
     process.emitWarning(`spawnpool: ${reason}; spawning with node:child_process instead`,

@@ -193,13 +193,10 @@ static void update_events(void)
 /* One write(2) of everything pending; 0, or -errno of a real failure. */
 static int write_out(void)
 {
-	ssize_t n;
+	ssize_t n = direct(out.p + out.head, -1, out.len - out.head);
 
-	do
-		n = write(sock, out.p + out.head, out.len - out.head);
-	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return errno == EAGAIN ? 0 : -errno;
+		return (int)n;
 	out.head += (size_t)n;
 	return 0;
 }

@@ -27,6 +27,19 @@
 
 static struct stream *drop_head;
 
+/* Whether the socket still holds bytes to read. A read (or splice) can
+ * stop short of what is queued: after a message that carries fds
+ * (SCM_RIGHTS), before an out-of-band byte, or when the relay pipe ran out
+ * of slots; the edge is spent then, so ask (libuv, level-triggered, would
+ * simply be woken again). Unknown counts as queued: the next read's
+ * EAGAIN settles it. */
+static int still_queued(int fd)
+{
+	int unread = 0;
+
+	return ioctl(fd, FIONREAD, &unread) < 0 || unread > 0;
+}
+
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -157,11 +170,9 @@ int streams_drop_due(void)
 	long long now = now_ms(), wait = -1;
 
 	while ((s = *at)) {
-		int unread = 0;
-
 		if (s->fd >= 0 && s->dropping && s->drop_at != 0 && now >= s->drop_at &&
 		    s->c->pidfd >= 0 && !s->c->exited && s->drop_waits < DROP_EMPTY_WAITS &&
-		    ioctl(s->fd, FIONREAD, &unread) == 0 && unread == 0) {
+		    !still_queued(s->fd)) {
 			s->drop_waits++;
 			s->drop_at = now + DROP_QUIET_MS;
 		}
@@ -240,16 +251,12 @@ static int relay_ready(void)
 }
 
 /* One chunk of a busy stream, spliced: returns what read(2) would (bytes,
- * 0 at EOF, -1 with errno), or -2 when splicing is not possible now
- * (output is waiting, or splice does not work here): read instead.
- * Unlike a read, a splice may stop short with bytes left (the pipe ran out
- * of slots: one per page fragment, and a child writing small pieces makes
- * many): *left says whether the socket still holds some. */
-static ssize_t relay_splice(struct stream *s, size_t want, int *left)
+ * or -1 with errno EAGAIN), or -2 when splicing is not possible now
+ * (output is waiting, or splice does not work here): read instead. */
+static ssize_t relay_splice(struct stream *s, size_t want)
 {
 	uint8_t hdr[SP_DATA_HDR];
 	ssize_t n;
-	int avail = 0;
 
 	if (!s->busy || want < SPLICE_MIN || !conn_idle() || !relay_ready())
 		return -2;
@@ -271,9 +278,6 @@ static ssize_t relay_splice(struct stream *s, size_t want, int *left)
 			DBG("splice into the socket failed: relaying by copy");
 			relay_off();
 		}
-		if ((size_t)n < want && ioctl(s->fd, FIONREAD, &avail) < 0)
-			avail = 1;      /* unknown: read on; EAGAIN settles it */
-		*left = avail > 0;
 	}
 	return n;
 }
@@ -295,8 +299,7 @@ static void stream_read_once(struct stream *s, int *drained)
 {
 	size_t want = s->credit < SPAWND_PIPE_CHUNK ? (size_t)s->credit
 						     : SPAWND_PIPE_CHUNK;
-	int left = 0, avail = 0;
-	ssize_t n = relay_splice(s, want, &left);
+	ssize_t n = relay_splice(s, want);
 
 	if (n == -2) {
 		uint8_t *dst = conn_reserve(SP_DATA_HDR + want);
@@ -307,15 +310,13 @@ static void stream_read_once(struct stream *s, int *drained)
 		if (n > 0) {
 			sp_put_data_hdr(dst, s->c->id, s->which, (uint32_t)n);
 			conn_commit(SP_DATA_HDR + (size_t)n);
-			/* A read stops short of what is queued after a message
-			 * that carries fds (SCM_RIGHTS) or before an out-of-band
-			 * byte: the edge is spent, so ask (libuv, level-triggered,
-			 * would simply be woken again). */
-			if ((size_t)n < want && !s->hup && ioctl(s->fd, FIONREAD, &avail) == 0)
-				left = avail > 0;
 		}
 	}
 	if (n > 0) {
+		/* Short, but perhaps not empty (see still_queued); a writer
+		 * that has gone is read on to EOF anyway. */
+		int left = (size_t)n < want && !s->hup && still_queued(s->fd);
+
 		/* A full chunk: more is likely to follow, worth splicing (a
 		 * backlog of small pieces splices a few KiB at a time: read). */
 		s->busy = (size_t)n == SPAWND_PIPE_CHUNK || (left && (size_t)n >= SPLICE_MIN);
