@@ -115,6 +115,11 @@ export interface PoolStats {
   parkedWaits: number;
   /** Of those, spawns that waited 1 s in vain and went to node:child_process. */
   parkedTimeouts: number;
+  /**
+   * stdout/stderr streams whose pipe a server handed over to this process
+   * once they proved busy (a full 64 KiB read): Node read the rest itself.
+   */
+  handedOver: number;
   /** Milliseconds since the pool started its first server (0 before). */
   uptime: number;
   /** Call → 'spawn' latency over the last 1024 spawns, in milliseconds (null before any). */

@@ -32,8 +32,9 @@ function load() {
     if (err.code !== 'ERR_DLOPEN_FAILED' || !/No such file/.test(err.message)) loadError = err;
     return null;
   }
-  const { start, reap, envState } = module.exports;
-  if (typeof start !== 'function' || typeof reap !== 'function' || typeof envState !== 'function') {
+  const { start, reap, envState, receive } = module.exports;
+  if (typeof start !== 'function' || typeof reap !== 'function' || typeof envState !== 'function'
+    || typeof receive !== 'function') {
     loadError = new Error(`${addonPath} is not spawnpool's launch addon`);
     return null;
   }
@@ -45,14 +46,24 @@ const spawnError = (file, errno) => Object.assign(errnoError(errno, `spawn ${fil
 
 /**
  * Starts `file` with `argv` (argv[0] included) and `env` ("K=V" strings),
- * stdio 0-2 shared, a socket pair's far ends on fds 3 and 4. Returns
- * `{ pid, fd, feedFd }` (our ends, non-blocking) or throws Node's spawn
- * error (ENOENT, EACCES, EMFILE...).
+ * stdio 0-2 shared, socket pairs' far ends on fds 3, 4 and 5. Returns
+ * `{ pid, fd, feedFd, handoverFd }` (our ends, non-blocking) or throws
+ * Node's spawn error (ENOENT, EACCES, EMFILE...).
  */
 export function startProcess(file, argv, env) {
   const r = addon.start(file, argv, env);
   if (typeof r === 'number') throw spawnError(file, -r);
-  return { pid: r[0], fd: r[1], feedFd: r[2] };
+  return { pid: r[0], fd: r[1], feedFd: r[2], handoverFd: r[3] };
+}
+
+/**
+ * The next handover from the server's fd 5 (docs/protocol.md, "Handover"):
+ * `{ id, fd, handle }`, `handle` the received fd (close-on-exec); or a
+ * negative errno (-EAGAIN: nothing waiting, -EPROTO: not a handover).
+ */
+export function receiveHandover(fd) {
+  const r = addon.receive(fd);
+  return typeof r === 'number' ? r : { id: r[0], fd: r[1], handle: r[2] };
 }
 
 /**

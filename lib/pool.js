@@ -85,7 +85,7 @@ export class Pool {
     this.retryAt = 0;             // when to try starting servers again
     this.warned = new Set();
     this.counters = {
-      spawned: 0, spawnErrors: 0, fallbacks: 0, restarts: 0, lost: 0, retried: 0, parkedWaits: 0, parkedTimeouts: 0,
+      spawned: 0, spawnErrors: 0, fallbacks: 0, restarts: 0, lost: 0, retried: 0, parkedWaits: 0, parkedTimeouts: 0, handedOver: 0,
     };
     this.fallbacksByReason = {};
     this.latencies = new Float64Array(LATENCY_SAMPLES);

@@ -11,7 +11,7 @@ export const STDIN_WINDOW = 65536;
 export const T = Object.freeze({
   HELLO: 0x01, SPAWN: 0x02, STDIN: 0x03, STDIN_END: 0x04, KILL: 0x05, CREDIT: 0x06, CLOSE: 0x07, REAP: 0x08,
   S_HELLO: 0x41, SPAWNED: 0x42, SPAWN_ERROR: 0x43, DATA: 0x44, END: 0x45, WROTE: 0x46,
-  EXIT: 0x47, KILL_ERROR: 0x48, FATAL: 0x4f,
+  EXIT: 0x47, KILL_ERROR: 0x48, HANDED: 0x49, FATAL: 0x4f,
 });
 
 /** On the pid feed (fd 4): a pid with this bit set was parked as a session leader. */
@@ -20,6 +20,8 @@ export const FEED_LEADER = 0x80000000;
 export const FLAG_DETACHED = 1;
 export const FLAG_SET_UID = 2;
 export const FLAG_SET_GID = 4;
+/** The server may hand a busy stdout/stderr over through fd 5 (docs/protocol.md, "Handover"). */
+export const FLAG_HANDOVER = 8;
 
 export const STDIO_PIPE = 0;
 export const STDIO_IGNORE = 1;
@@ -93,14 +95,16 @@ export const encodeEnd = (id, fd, errno) => {
 export const encodeWrote = (id, bytes) => u32Frame(T.WROTE, id, bytes);
 export const encodeExit = (id, code, signal) => i32Frame(T.EXIT, id, code, signal);
 export const encodeKillError = (id, errno) => i32Frame(T.KILL_ERROR, id, errno);
+export const encodeHanded = (id, fd) => bytesFrame(T.HANDED, id, fd, Buffer.alloc(0));
 export const encodeFatal = (message) => strFrame(T.FATAL, 0, [], message);
 
 /**
  * SPAWN frame. `req` is the normalized request: { flags, uid, gid, window,
  * stdio: [m0, m1, m2], file, cwd, argv: string[], env: string[] }; `pid`
- * the parked child that runs it, or 0 for one started on receipt.
+ * the parked child that runs it, or 0 for one started on receipt; `flags`
+ * added to the request's own (FLAG_HANDOVER: the connection's to give).
  */
-export function encodeSpawn(id, req, pid = 0) {
+export function encodeSpawn(id, req, pid = 0, flags = 0) {
   const strings = [req.file, req.cwd, ...req.argv];
   const env = envBlock(req.env);
   let size = 20 + 3 + 8 + env.length;
@@ -112,7 +116,7 @@ export function encodeSpawn(id, req, pid = 0) {
   const buf = header(T.SPAWN, id, size);
   let off = HEADER;
   off = buf.writeUInt32LE(pid >>> 0, off);
-  off = buf.writeUInt32LE(req.flags >>> 0, off);
+  off = buf.writeUInt32LE((req.flags | flags) >>> 0, off);
   off = buf.writeUInt32LE(req.uid >>> 0, off);
   off = buf.writeUInt32LE(req.gid >>> 0, off);
   off = buf.writeUInt32LE(req.window >>> 0, off);
@@ -231,6 +235,7 @@ const payloadDecoders = {
   [T.WROTE]: (r, m) => { m.bytes = r.u32(); },
   [T.EXIT]: (r, m) => { m.code = r.i32(); m.signal = r.i32(); },
   [T.KILL_ERROR]: (r, m) => { m.errno = r.i32(); },
+  [T.HANDED]: (r, m) => { m.fd = fdField(r, [1, 2]); },
   [T.FATAL]: (r, m) => { m.message = r.str(); },
 };
 

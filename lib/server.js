@@ -5,11 +5,11 @@ import { nodeSpawn } from './node-child-process.js';
 import { closeSync, readSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { isMainThread } from 'node:worker_threads';
-import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, FEED_LEADER } from './protocol.js';
+import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER } from './protocol.js';
 import { asCallback } from './delivery.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
-import { addon, startProcess, reapProcess } from './launch.js';
+import { addon, startProcess, reapProcess, receiveHandover } from './launch.js';
 
 const HANDSHAKE_TIMEOUT_MS = 5000;
 const RETRY_WRITE_MS = 1;
@@ -71,7 +71,7 @@ function inNodeOrder(msgs) {
       exits.push(msg);
       continue;
     }
-    const key = msg.type === T.DATA || msg.type === T.END ? msg.id * 4 + msg.fd : msg.id * 4 + 3;
+    const key = msg.type === T.DATA || msg.type === T.END || msg.type === T.HANDED ? msg.id * 4 + msg.fd : msg.id * 4 + 3;
     const group = groups.get(key);
     if (group === undefined) groups.set(key, [msg]);
     else group.push(msg);
@@ -123,6 +123,7 @@ export class Server {
     this.pids = [];               // announced and not yet taken
     this.leaders = [];            // the same, parked as session leaders (for detached spawns)
     this.announced = false;       // a parked child was ever announced
+    this.handoverFd = -1;         // busy streams come through here (launched servers)
     this.feedBuf = null;
     this.feedKept = 0;            // bytes of a pid split over two reads, at the buffer's start
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
@@ -176,6 +177,7 @@ export class Server {
     this.pid = started.pid;
     this.fd = started.fd;
     this.feedFd = started.feedFd;
+    this.handoverFd = started.handoverFd;
     this.socket = new Socket({ fd: started.fd, readable: true, writable: true });
     let resolveExit;
     this.exited = new Promise((resolve) => (resolveExit = resolve));
@@ -385,7 +387,7 @@ export class Server {
       id = this.nextId;
       this.nextId = id === 0xffffffff ? 1 : id + 1;
     } while (this.sessions.has(id));
-    this.queue.push(encodeSpawn(id, session.request, pid));
+    this.queue.push(encodeSpawn(id, session.request, pid, this.handoverFd === -1 ? 0 : FLAG_HANDOVER));
     // The caller hands out the pid: its SPAWN must be in the kernel (so
     // that the program runs even if this process exits next), waiting for
     // a server that is behind if need be.
@@ -416,6 +418,8 @@ export class Server {
       this.decoder.push(chunk);
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
+      for (const msg of this.batch) if (msg.handle !== undefined) closeSync(msg.handle);
+      this.batch = [];
       this.die(err);
       return;
     }
@@ -426,7 +430,28 @@ export class Server {
   /** Frames decoded from one read, collected; connection frames at once. */
   collect(msg) {
     if (msg.id === 0) this.connectionFrame(msg);
-    else this.batch.push(msg);
+    else if (msg.type !== T.HANDED) this.batch.push(msg);
+    else if (this.takeHandover(msg)) this.batch.push(msg);
+  }
+
+  /**
+   * HANDED: the stream's fd waits on the handover socket, sent before the
+   * frame. Taken now, in frame order, whoever gets it later (`msg.handle`);
+   * closed at once if nobody will. False when there is nobody.
+   */
+  takeHandover(msg) {
+    const got = this.handoverFd === -1 ? -9 : receiveHandover(this.handoverFd);
+    if (typeof got === 'number' || got.id !== msg.id || got.fd !== msg.fd) {
+      if (typeof got !== 'number') closeSync(got.handle);
+      throw new ProtocolError(`HANDED ${msg.id} fd ${msg.fd} without its handover (${typeof got === 'number' ? `errno ${-got}` : `got ${got.id} fd ${got.fd}`})`);
+    }
+    if (this.sessions.has(msg.id)) {
+      msg.handle = got.handle;
+      this.pool.counters.handedOver++;
+      return true;
+    }
+    closeSync(got.handle);
+    return false;
   }
 
   /**
@@ -437,7 +462,14 @@ export class Server {
   deliver(msgs, from = 0) {
     for (let i = from; i < msgs.length; i++) {
       const session = this.sessions.get(msgs[i].id);
-      if (session === undefined) continue;
+      if (session === undefined) {
+        if (msgs[i].handle !== undefined) closeSync(msgs[i].handle);
+        continue;
+      }
+      if (session.deferring()) {
+        session.defer(msgs[i]);
+        continue;
+      }
       try {
         asCallback(deliver, session, msgs[i]);
       } catch (err) {
@@ -486,6 +518,9 @@ export class Server {
     if (this.socket && !this.socket.destroyed) this.socket.destroy();
     // Never read by libuv, the feed never sees its EOF: closed here.
     this.closeFeed();
+    // Open until now: a HANDED may follow close() (the server drains).
+    if (this.handoverFd !== -1) closeSync(this.handoverFd);
+    this.handoverFd = -1;
     const sessions = [...this.sessions.values()];
     this.sessions.clear();
     let reported = false;

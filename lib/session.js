@@ -13,20 +13,22 @@
 // The session keeps its own references to the stream objects it created:
 // the public fields (child.stdout, child.stdio[i]) are the user's to
 // replace, frames always go to these. `wire[fd]` says whether frames still
-// flow for a pipe; with the process's end it decides when the request id
+// flow for a pipe (or, once the server handed it over, whether its own
+// reads still do: see streams.js); with the process's end it decides when the request id
 // may be released, and it drives whether the child keeps the event loop
 // alive. Until every child spawned with it has its spawn outcome, its
 // other frames wait (spawn cohorts, lib/delivery.js). The facade
 // (ChildProcess) turns session callbacks into Node's events; the session
 // never emits anything itself.
 import { AsyncResource } from 'node:async_hooks';
+import { closeSync } from 'node:fs';
 import { constants } from 'node:os';
 import {
   T, STDIO_PIPE, encodeCredit, encodeReap, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
 } from './protocol.js';
 import { ChildReadable, ChildWritable } from './streams.js';
 import { signalName } from './options.js';
-import { closePhase, joinCohort, leaveCohort } from './delivery.js';
+import { asCallback, closePhase, joinCohort, leaveCohort } from './delivery.js';
 
 const HOLD_CLOSE_MS = 5;
 
@@ -67,6 +69,9 @@ export class Session {
     this.stdinEnded = false;
     this.killSignal = -1;
     this.heldCloses = null;
+    this.direct = 0;             // handed-over pipes still open
+    this.deferred = null;        // frames waiting for them (defer())
+    this.directFresh = false;    // one was handed over in this loop iteration
     this.cohort = null;          // joined when first handed to a server
     this.leftCohort = false;
     this.resource = new AsyncResource('SPAWNPOOL_CHILD', { requireManualDestroy: true });
@@ -111,6 +116,42 @@ export class Session {
     this.update();
   }
 
+  /**
+   * Whether this frame must wait for the check phase: a handed-over pipe
+   * is read by libuv directly, and what it holds was written before what
+   * the server relays now (the child's other stream, its exit). Under
+   * Node one poll phase reads both pipes in the order they became
+   * readable; a frame delivered in the check phase comes after the reads
+   * of the same iteration, so the handed-over pipe's bytes come first.
+   * A pipe handed over in this iteration is first polled in the next one:
+   * then the frames wait for that iteration's check phase.
+   */
+  deferring() {
+    return this.direct > 0 || this.deferred !== null;
+  }
+
+  defer(msg) {
+    if (this.deferred === null) {
+      this.deferred = [];
+      const flush = () => this.flushDeferred(0);
+      setImmediate(this.directFresh ? () => setImmediate(flush) : flush);
+    }
+    this.deferred.push(msg);
+  }
+
+  flushDeferred(from) {
+    const msgs = this.deferred;
+    for (let i = from; i < msgs.length; i++) {
+      try {
+        asCallback(deliver, this, msgs[i]);
+      } catch (err) {
+        setImmediate(() => this.flushDeferred(i + 1));
+        throw err;
+      }
+    }
+    this.deferred = null;
+  }
+
   /** One frame from the server, for this child. */
   onMessage(msg) {
     const cohort = this.cohort;
@@ -135,6 +176,19 @@ export class Session {
         break;
       case T.END:
         this.onEnd(msg.fd, msg.errno);
+        break;
+      case T.HANDED:
+        // The server's end of the pipe, ours now: read as Node reads one.
+        if (this.wire[msg.fd]) {
+          this.direct++;
+          if (!this.directFresh) {
+            this.directFresh = true;
+            setImmediate(() => { this.directFresh = false; });
+          }
+          this.streams[msg.fd]._handover(msg.handle);
+        } else {
+          closeSync(msg.handle);
+        }
         break;
       case T.WROTE:
         this.streams[0]?._acked(msg.bytes);
@@ -326,11 +380,14 @@ export class Session {
     this.send(encodeStdinEnd(this.id));
   }
 
-  /** The user destroyed a stream: the server closes its end, no END follows. */
-  closePipe(fd) {
+  /**
+   * The user destroyed a stream: the server closes its end, no END
+   * follows (a handed-over one is closed by its stream, here).
+   */
+  closePipe(fd, handedOver = false) {
     if (!this.wire[fd]) return;
     this.wire[fd] = false;
-    this.send(encodeClose(this.id, fd));
+    if (!handedOver) this.send(encodeClose(this.id, fd));
     this.update();
   }
 

@@ -7,6 +7,7 @@
 // machinery (emitClose: false) but when the "handle" closes: in the close
 // phase, with `hadError` (lib/delivery.js).
 import { Readable, Writable } from 'node:stream';
+import { Socket } from 'node:net';
 import { STDIN_WINDOW } from './protocol.js';
 import { errnoError } from './errors.js';
 import { closePhase } from './delivery.js';
@@ -28,6 +29,10 @@ function closeLater(stream, err, before) {
  * half the window, and only while the consumer keeps up: a frame per chunk
  * cost a socket write (and a wake-up of the server) per 64 KiB. No deadlock:
  * a server out of credit means we owe it the whole window.
+ *
+ * A busy stream may be handed over (HANDED, docs/protocol.md): from then
+ * on its bytes come from the child's pipe itself, read by a net.Socket of
+ * ours as node:child_process reads it, paused while this stream is full.
  */
 export class ChildReadable extends Readable {
   constructor(session, fd, window) {
@@ -38,10 +43,33 @@ export class ChildReadable extends Readable {
     this._batch = Math.max(1, window >>> 1);
     this._handleless = false;
     this._eofSeen = false;
+    this._direct = null;
+    this._directDone = false;
   }
 
   _read() {
-    this._grant();
+    if (this._direct !== null) this._direct.resume();
+    else this._grant();
+  }
+
+  /** The handed-over pipe is done with: closed, and the session told. */
+  _dropDirect() {
+    if (this._direct === null || this._directDone) return;
+    this._directDone = true;
+    this._direct.destroy();
+    this._session.direct--;
+  }
+
+  /** HANDED: `fd` is the pipe's end; its reads are this stream's from now on. */
+  _handover(fd) {
+    const pipe = new Socket({ fd, readable: true, writable: false, pauseOnCreate: this.readableLength >= this.readableHighWaterMark });
+    this._direct = pipe;
+    if (!this._session.pipeRefed[this._fd]) pipe.unref();
+    pipe.on('data', (chunk) => {
+      if (!this.push(chunk)) pipe.pause();
+    });
+    pipe.on('end', () => this._session.onEnd(this._fd, 0));
+    pipe.on('error', (err) => this._session.onEnd(this._fd, -err.errno || constants.errno.EIO));
   }
 
   _grant() {
@@ -57,15 +85,17 @@ export class ChildReadable extends Readable {
     if (this.push(data)) this._grant();
   }
 
-  /** END from the server: EOF (errno 0) or a read error. */
+  /** END from the server (or the handed-over pipe): EOF (errno 0) or a read error. */
   _eof(errno) {
     this._eofSeen = true;
+    this._dropDirect();
     if (errno !== 0) this.destroy(errnoError(errno, 'read'));
     else this.push(null);
   }
 
   _destroy(err, callback) {
-    this._session.closePipe(this._fd);
+    this._session.closePipe(this._fd, this._direct !== null);
+    this._dropDirect();
     callback(err);
     closeLater(this, err, null);
   }
@@ -73,11 +103,13 @@ export class ChildReadable extends Readable {
   /** Like a pipe handle: an open stream keeps the event loop alive unless unref'd. */
   ref() {
     this._session.refPipe(this._fd, true);
+    this._direct?.ref();
     return this;
   }
 
   unref() {
     this._session.refPipe(this._fd, false);
+    this._direct?.unref();
     return this;
   }
 }

@@ -109,8 +109,8 @@ static void child_init_from(struct child *c, const struct sp_msg *m,
 	c->in_fd = o->fds[0];
 	c->in_watched = c->in_end = c->in_shut = 0;
 	c->exited = 0;
-	stream_start(&c->out[0], c, 1, o->fds[1], m->window);
-	stream_start(&c->out[1], c, 2, o->fds[2], m->window);
+	stream_start(&c->out[0], c, 1, o->fds[1], m->window, m->flags & SP_F_HANDOVER);
+	stream_start(&c->out[1], c, 2, o->fds[2], m->window, m->flags & SP_F_HANDOVER);
 }
 
 static void child_spawn(const struct sp_msg *m)

@@ -1,7 +1,8 @@
 /* spawnd: the spawn server of spawnpool.
  *
  *   spawnd [--detach] [parent-pid]     with a SOCK_STREAM socket on fd 3
- *                                      (and the pid feed on fd 4, optional)
+ *                                      (and the pid feed on fd 4, and the
+ *                                      handover socket on fd 5, optional)
  *
  * Reads like a script: check the fds, tie our life to the parent's (and
  * detach), set the signals, prepare, then run the loop until the socket
@@ -27,6 +28,7 @@
 
 #define SOCK_FD 3
 #define FEED_FD 4      /* optional: where parked pids are announced */
+#define HANDOVER_FD 5  /* optional: where busy streams go to the client */
 
 int spawnd_debug;
 
@@ -228,6 +230,7 @@ int main(int argc, char **argv)
 		die(what, -r);
 	if (parent_fd >= 0 && (r = loop_add(parent_fd, LOOP_READABLE, &parent_tag)) < 0)
 		die("epoll_ctl", -r);
+	stdio_handover_init(HANDOVER_FD);
 	if ((r = conn_init(SOCK_FD, child_dispatch, park_start)) < 0)
 		die("socket setup", -r);
 	if ((r = child_init()) < 0)

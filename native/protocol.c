@@ -113,7 +113,7 @@ static void rd_spawn(struct rd *r, struct sp_msg *m)
 	rd_list(r, &m->env);
 	if (r->why)
 		return;
-	if (m->flags & ~(uint32_t)(SP_F_DETACHED | SP_F_SET_UID | SP_F_SET_GID))
+	if (m->flags & ~(uint32_t)(SP_F_DETACHED | SP_F_SET_UID | SP_F_SET_GID | SP_F_HANDOVER))
 		r->why = "unknown SPAWN flags";
 	else if (m->window == 0)
 		r->why = "SPAWN window must be > 0";
@@ -158,6 +158,7 @@ static int rd_payload(struct rd *r, struct sp_msg *m)
 	case SP_WROTE: m->bytes = rd_u32(r); break;
 	case SP_EXIT: m->code = (int32_t)rd_u32(r); m->sig = (int32_t)rd_u32(r); break;
 	case SP_KILL_ERROR: m->err = (int32_t)rd_u32(r); break;
+	case SP_HANDED: m->fd = rd_fd(r, 2, 1); break;
 	case SP_FATAL: m->data = rd_str(r); break;
 	default: return 0;
 	}
@@ -214,7 +215,7 @@ static size_t payload_size(const struct sp_msg *m)
 	case SP_STDIN: return m->data.n;
 	case SP_STDIN_END: case SP_REAP: return 0;
 	case SP_CREDIT: case SP_END: return 5;
-	case SP_CLOSE: return 1;
+	case SP_CLOSE: case SP_HANDED: return 1;
 	case SP_EXIT: return 8;
 	case SP_S_HELLO: return 12;
 	case SP_SPAWN_ERROR: return 8 + (size_t)m->data.n;
@@ -288,6 +289,7 @@ static void wr_payload(uint8_t *p, const struct sp_msg *m)
 	case SP_WROTE: wr_u32(p, m->bytes); break;
 	case SP_EXIT: wr_u32(wr_u32(p, (uint32_t)m->code), (uint32_t)m->sig); break;
 	case SP_KILL_ERROR: wr_u32(p, (uint32_t)m->err); break;
+	case SP_HANDED: *p = m->fd; break;
 	case SP_FATAL: wr_str(p, m->data); break;
 	default: break;
 	}
@@ -332,6 +334,7 @@ const char *sp_type_name(uint8_t type)
 	case SP_WROTE: return "WROTE";
 	case SP_EXIT: return "EXIT";
 	case SP_KILL_ERROR: return "KILL_ERROR";
+	case SP_HANDED: return "HANDED";
 	case SP_FATAL: return "FATAL";
 	default: return NULL;
 	}

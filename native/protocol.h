@@ -22,10 +22,10 @@ enum sp_type {
 	/* server -> client */
 	SP_S_HELLO = 0x41, SP_SPAWNED = 0x42, SP_SPAWN_ERROR = 0x43,
 	SP_DATA = 0x44, SP_END = 0x45, SP_WROTE = 0x46, SP_EXIT = 0x47,
-	SP_KILL_ERROR = 0x48, SP_FATAL = 0x4F,
+	SP_KILL_ERROR = 0x48, SP_HANDED = 0x49, SP_FATAL = 0x4F,
 };
 
-enum { SP_F_DETACHED = 1, SP_F_SET_UID = 2, SP_F_SET_GID = 4 };
+enum { SP_F_DETACHED = 1, SP_F_SET_UID = 2, SP_F_SET_GID = 4, SP_F_HANDOVER = 8 };
 enum { SP_IO_PIPE = 0, SP_IO_IGNORE = 1, SP_IO_FD0 = 2, SP_IO_FD1 = 3, SP_IO_FD2 = 4 };
 
 /* Bytes inside a frame; a `str` is one of these (no terminator). */
@@ -50,7 +50,7 @@ struct sp_msg {
 	uint32_t pid;                   /* S_HELLO, SPAWNED; SPAWN: parked child or 0 */
 	uint32_t signal;                /* KILL */
 	uint32_t bytes;                 /* CREDIT, WROTE */
-	uint8_t fd;                     /* CREDIT, CLOSE, DATA, END */
+	uint8_t fd;                     /* CREDIT, CLOSE, DATA, END, HANDED */
 	int32_t err;                    /* SPAWN_ERROR, END, KILL_ERROR: errno */
 	int32_t code, sig;              /* EXIT */
 	struct sp_bytes data;           /* STDIN, DATA; syscall; FATAL message */

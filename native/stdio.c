@@ -50,6 +50,24 @@ static long long now_ms(void)
 
 static struct stream *ready_head, *ready_tail;
 
+/* Where busy streams go to the client (docs/protocol.md, "Handover"). */
+static int handover_fd = -1;
+
+void stdio_handover_init(int fd)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET)
+		return;
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+		DBG("fcntl (handover): %s", strerror(errno));
+		return;
+	}
+	handover_fd = fd;
+	DBG("handover: busy streams go to the client");
+}
+
 static void ready_push(struct stream *s)
 {
 	if (s->queued)
@@ -88,8 +106,9 @@ static void ready_update(struct stream *s)
 }
 
 void stream_start(struct stream *s, struct child *c, int which, int fd,
-		  uint32_t window)
+		  uint32_t window, int handover)
 {
+	s->handover = handover && handover_fd >= 0;
 	s->w.kind = W_OUT;
 	s->which = (uint8_t)which;
 	s->readable = 0;
@@ -187,6 +206,59 @@ int streams_drop_due(void)
 		stream_close(s);
 	}
 	return (int)wait;
+}
+
+/* Hands the client our end of a busy stream: one message on the handover
+ * socket (`u32 id, u8 fd` with the fd attached), then HANDED behind the
+ * stream's DATA. From then on the client reads the child directly and we
+ * forget the stream, as after its END. 1 if handed over; 0 if the socket
+ * would not take it now (the client is behind, or holds too many fds in
+ * flight): the stream stays ours, relayed as before, for good. */
+static int stream_hand_over(struct stream *s)
+{
+	uint8_t body[5];
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = body, .iov_len = sizeof(body) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl.space, .msg_controllen = sizeof(ctl.space) };
+	struct cmsghdr *cm;
+	struct sp_msg m = { .type = SP_HANDED, .id = s->c->id, .fd = s->which };
+	ssize_t n;
+	int r;
+
+	s->handover = 0;
+	for (int i = 0; i < 4; i++)     /* little-endian, as in every frame */
+		body[i] = (uint8_t)(m.id >> (8 * i));
+	body[4] = s->which;
+	memset(&ctl, 0, sizeof(ctl));
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &s->fd, sizeof(int));
+	do
+		n = sendmsg(handover_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(body)) {
+		DBG("handover of %u fd %d: %s", s->c->id, s->which,
+		    n < 0 ? strerror(errno) : "short send");
+		if (n < 0 && errno != EAGAIN && errno != ETOOMANYREFS && errno != ENOBUFS) {
+			/* The client closed its end: no more handovers. */
+			close(handover_fd);
+			handover_fd = -1;
+		}
+		return 0;
+	}
+	/* The socket stays open in the client: only its close would end our
+	 * registration, so it ends here (or its events would keep coming). */
+	if ((r = loop_del(s->fd)) < 0)
+		DBG("epoll_ctl DEL (handover): %s", strerror(-r));
+	conn_send(&m);
+	stream_close(s);
+	return 1;
 }
 
 /* END (errno 0 at EOF, else the read error), then close. */
@@ -292,6 +364,9 @@ static void stream_read(struct stream *s)
 	stream_read_once(s, &drained);
 	if (drained && s->fd >= 0 && s->hup && s->credit > 0)
 		stream_read_once(s, &drained);
+	/* More is likely to follow a whole chunk: the client reads it. */
+	if (s->fd >= 0 && s->busy && s->handover && handover_fd >= 0 && stream_hand_over(s))
+		return;
 	ready_update(s);
 }
 

@@ -14,9 +14,14 @@
 struct child;
 struct stream;
 
-/* stdout/stderr forwarding with credits. */
+/* The socket busy streams are handed over through (fd 5, from the
+ * client), if it is one: a SOCK_SEQPACKET socket. */
+void stdio_handover_init(int fd);
+
+/* stdout/stderr forwarding with credits; `handover`: the client takes a
+ * busy one over (HANDED). */
 void stream_start(struct stream *s, struct child *c, int which, int fd,
-		  uint32_t window);
+		  uint32_t window, int handover);
 void stream_on_event(struct stream *s, uint32_t events);
 void stream_credit(struct stream *s, uint32_t bytes);
 /* Closes our end without END (the client sent CLOSE). */

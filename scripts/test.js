@@ -97,6 +97,12 @@ nodeTests('ASan/UBSan server, no launch addon', process.execPath, spawnSuites, {
   ASAN_OPTIONS: 'abort_on_error=1:detect_leaks=1',
   UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
 });
+// Handover needs the addon (fd 5): its server side under the sanitizers.
+nodeTests('ASan/UBSan server, handover', process.execPath, all.filter((f) => f.endsWith('handover.test.js')), {
+  SPAWNPOOL_SERVER: join(root, 'native/build/spawnd-asan'),
+  ASAN_OPTIONS: 'abort_on_error=1:detect_leaks=1',
+  UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
+});
 
 for (const version of [22, 24]) {
   const node = otherNode(version);

@@ -7,10 +7,16 @@
  *                                (vfork-style: the Node process is not
  *                                copied, so the event loop does not wait
  *                                on a fork whatever the heap's size); its
- *                                fds 3 and 4 are the far ends of two new
- *                                socket pairs. Returns [pid, fd3, fd4]
+ *                                fds 3, 4 and 5 are the far ends of three
+ *                                new socket pairs (5: SOCK_SEQPACKET, for
+ *                                handovers). Returns [pid, fd3, fd4, fd5]
  *                                (our ends, non-blocking, close-on-exec)
  *                                or -errno.
+ *   receive(fd)                  one handover message from the server's
+ *                                fd 5 (docs/protocol.md, "Handover"):
+ *                                [id, stdio fd, received fd (close-on-
+ *                                exec)], or -errno (EAGAIN: none waiting;
+ *                                EPROTO: not a handover message).
  *   reap(pid)                    waitpid(pid, WNOHANG): -1 while it runs,
  *                                -2 - errno on failure, else the raw
  *                                wait status.
@@ -66,12 +72,21 @@ napi_status napi_create_string_utf8(napi_env, const char *, size_t, napi_value *
 
 #define FD_SOCK 3
 #define FD_FEED 4
+#define FD_HANDOVER 5
 
 static napi_value int_value(napi_env env, int32_t n)
 {
 	napi_value v = NULL;
 
 	napi_create_int32(env, n, &v);
+	return v;
+}
+
+static napi_value uint_value(napi_env env, uint32_t n)
+{
+	napi_value v = NULL;
+
+	napi_create_uint32(env, n, &v);
 	return v;
 }
 
@@ -147,16 +162,16 @@ static int move_up(int *fd, int min)
 	return 0;
 }
 
-/* A socket pair, both ends close-on-exec: [0] ours, non-blocking, never on
- * fds 0-2 (were one of them closed, the next open would take it: a child
- * inheriting our stdio would get our end); [1] the server's, above fd 4
- * (so that its dup2 onto 3 or 4 never lands on itself and keeps
- * FD_CLOEXEC). 0 or -errno, with both set to -1. */
-static int server_pair(int sv[2])
+/* A socket pair of `type`, both ends close-on-exec: [0] ours,
+ * non-blocking, never on fds 0-2 (were one of them closed, the next open
+ * would take it: a child inheriting our stdio would get our end); [1] the
+ * server's, above fd 5 (so that its dup2 onto 3, 4 or 5 never lands on
+ * itself and keeps FD_CLOEXEC). 0 or -errno, with both set to -1. */
+static int server_pair(int sv[2], int type)
 {
 	int r = 0;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) < 0) {
 		sv[0] = sv[1] = -1;
 		return -errno;
 	}
@@ -164,8 +179,8 @@ static int server_pair(int sv[2])
 		r = -errno;
 	if (r == 0 && sv[0] <= 2)
 		r = move_up(&sv[0], 3);
-	if (r == 0 && sv[1] <= FD_FEED)
-		r = move_up(&sv[1], FD_FEED + 1);
+	if (r == 0 && sv[1] <= FD_HANDOVER)
+		r = move_up(&sv[1], FD_HANDOVER + 1);
 	if (r < 0) {
 		close(sv[0]);
 		close(sv[1]);
@@ -174,7 +189,7 @@ static int server_pair(int sv[2])
 	return r;
 }
 
-/* Copies of our fds 0-2 above fd 4 (-1 for one that is closed: the server
+/* Copies of our fds 0-2 above fd 5 (-1 for one that is closed: the server
  * fills it with /dev/null). Node marks its fds 0-2 close-on-exec, and a
  * dup2 of an fd onto itself does not clear the flag everywhere (musl,
  * older glibc): the server gets each through a copy, as libuv does for
@@ -183,7 +198,7 @@ static int server_pair(int sv[2])
 static int std_copies(int std[3])
 {
 	for (int fd = 0; fd < 3; fd++) {
-		std[fd] = fcntl(fd, F_DUPFD_CLOEXEC, FD_FEED + 1);
+		std[fd] = fcntl(fd, F_DUPFD_CLOEXEC, FD_HANDOVER + 1);
 		if (std[fd] < 0 && errno != EBADF) {
 			int err = -errno;
 
@@ -196,10 +211,10 @@ static int std_copies(int std[3])
 	return 0;
 }
 
-/* posix_spawn(file) with the two far ends on fds 3 and 4, the copies of
+/* posix_spawn(file) with the three far ends on fds 3, 4 and 5, the copies of
  * our stdio on 0-2, every signal at its default and none blocked (as
  * libuv starts a child). Returns the pid or -errno. */
-static pid_t spawn_server(const char *file, char **argv, char **envp, int sock, int feed, const int std[3])
+static pid_t spawn_server(const char *file, char **argv, char **envp, const int far[3], const int std[3])
 {
 	posix_spawn_file_actions_t actions;
 	posix_spawnattr_t attr;
@@ -219,8 +234,9 @@ static pid_t spawn_server(const char *file, char **argv, char **envp, int sock, 
 		if (std[fd] >= 0)
 			r = posix_spawn_file_actions_adddup2(&actions, std[fd], fd);
 	if (r == 0
-	    && (r = posix_spawn_file_actions_adddup2(&actions, sock, FD_SOCK)) == 0
-	    && (r = posix_spawn_file_actions_adddup2(&actions, feed, FD_FEED)) == 0
+	    && (r = posix_spawn_file_actions_adddup2(&actions, far[0], FD_SOCK)) == 0
+	    && (r = posix_spawn_file_actions_adddup2(&actions, far[1], FD_FEED)) == 0
+	    && (r = posix_spawn_file_actions_adddup2(&actions, far[2], FD_HANDOVER)) == 0
 	    && (r = posix_spawnattr_setsigdefault(&attr, &all)) == 0
 	    && (r = posix_spawnattr_setsigmask(&attr, &none)) == 0
 	    && (r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK)) == 0)
@@ -235,7 +251,8 @@ static napi_value start(napi_env env, napi_callback_info info)
 	size_t argc = 3;
 	napi_value args[3], out = NULL;
 	char *file = NULL, **argv = NULL, **envp = NULL;
-	int sock[2] = { -1, -1 }, feed[2] = { -1, -1 }, std[3] = { -1, -1, -1 };
+	static const int types[3] = { SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET };
+	int pairs[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } }, std[3] = { -1, -1, -1 };
 	pid_t pid;
 
 	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 3)
@@ -243,27 +260,31 @@ static napi_value start(napi_env env, napi_callback_info info)
 	if ((file = c_string(env, args[0])) == NULL || (argv = c_strings(env, args[1])) == NULL
 	    || (envp = c_strings(env, args[2])) == NULL)
 		goto done;
-	if ((pid = std_copies(std)) == 0 && (pid = server_pair(sock)) == 0 && (pid = server_pair(feed)) == 0)
-		pid = spawn_server(file, argv, envp, sock[1], feed[1], std);
+	pid = std_copies(std);
+	for (int i = 0; i < 3 && pid == 0; i++)
+		pid = server_pair(pairs[i], types[i]);
+	if (pid == 0) {
+		const int far[3] = { pairs[0][1], pairs[1][1], pairs[2][1] };
+
+		pid = spawn_server(file, argv, envp, far, std);
+	}
 	for (int fd = 0; fd < 3; fd++)
 		if (std[fd] >= 0)
 			close(std[fd]);
-	if (sock[1] >= 0)
-		close(sock[1]);
-	if (feed[1] >= 0)
-		close(feed[1]);
+	for (int i = 0; i < 3; i++)
+		if (pairs[i][1] >= 0)
+			close(pairs[i][1]);
 	if (pid < 0) {
-		if (sock[0] >= 0)
-			close(sock[0]);
-		if (feed[0] >= 0)
-			close(feed[0]);
+		for (int i = 0; i < 3; i++)
+			if (pairs[i][0] >= 0)
+				close(pairs[i][0]);
 		out = int_value(env, pid);
 		goto done;
 	}
-	napi_create_array_with_length(env, 3, &out);
+	napi_create_array_with_length(env, 4, &out);
 	napi_set_element(env, out, 0, int_value(env, pid));
-	napi_set_element(env, out, 1, int_value(env, sock[0]));
-	napi_set_element(env, out, 2, int_value(env, feed[0]));
+	for (int i = 0; i < 3; i++)
+		napi_set_element(env, out, (uint32_t)i + 1, int_value(env, pairs[i][0]));
 done:
 	free(file);
 	free_strings(argv);
@@ -288,6 +309,64 @@ static napi_value reap(napi_env env, napi_callback_info info)
 	if (r < 0)
 		return int_value(env, -2 - errno);
 	return int_value(env, r == 0 ? -1 : status);
+}
+
+/* Closes the fds of a control message (one we do not accept). */
+static void close_passed(struct msghdr *msg)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			close(fd);
+		}
+	}
+}
+
+static napi_value receive(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value arg, out;
+	int32_t sock;
+	uint8_t body[8];
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(4 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = body, .iov_len = sizeof(body) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl.space, .msg_controllen = sizeof(ctl.space) };
+	struct cmsghdr *cm;
+	uint32_t id = 0;
+	ssize_t n;
+	int fd;
+
+	if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != 0 || argc < 1
+	    || napi_get_value_int32(env, arg, &sock) != 0 || sock < 0)
+		return type_error(env, "receive(fd): fd must be a socket's fd");
+	do
+		n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return int_value(env, -errno);
+	cm = CMSG_FIRSTHDR(&msg);
+	if (n != 5 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || cm == NULL
+	    || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS
+	    || cm->cmsg_len != CMSG_LEN(sizeof(int)) || CMSG_NXTHDR(&msg, cm) != NULL) {
+		close_passed(&msg);
+		return int_value(env, n == 0 ? -EPIPE : -EPROTO);
+	}
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	for (int i = 0; i < 4; i++)
+		id |= (uint32_t)body[i] << (8 * i);
+	napi_create_array_with_length(env, 3, &out);
+	napi_set_element(env, out, 0, uint_value(env, id));
+	napi_set_element(env, out, 1, int_value(env, body[4]));
+	napi_set_element(env, out, 2, int_value(env, fd));
+	return out;
 }
 
 /* The environment as last seen: its strings end to end, NUL-separated. */
@@ -416,5 +495,6 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "start", start);
 	export(env, exports, "reap", reap);
 	export(env, exports, "envState", env_state);
+	export(env, exports, "receive", receive);
 	return exports;
 }

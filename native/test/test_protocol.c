@@ -111,7 +111,7 @@ static unsigned required_keys(uint8_t type)
 	case SP_STDIN_END: case SP_REAP: return base;
 	case SP_KILL: return base | B(K_SIGNAL);
 	case SP_CREDIT: return base | B(K_FD) | B(K_BYTES);
-	case SP_CLOSE: return base | B(K_FD);
+	case SP_CLOSE: case SP_HANDED: return base | B(K_FD);
 	case SP_SPAWNED: return base | B(K_PID);
 	case SP_SPAWN_ERROR: return base | B(K_ERRNO) | B(K_SYSCALL);
 	case SP_DATA: return base | B(K_FD) | B(K_DATA);

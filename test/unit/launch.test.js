@@ -52,6 +52,7 @@ async function launch(script) {
   const out = drain(started.fd);
   closeSync(started.fd);
   closeSync(started.feedFd);
+  closeSync(started.handoverFd);
   return { ...started, status, out };
 }
 
@@ -62,17 +63,17 @@ test('the addon is loaded exactly when it is wanted (built by npm install, Node 
   if (!wanted) assert.equal(envSnapshot(process.env, -1), undefined);
 });
 
-test('a launched process has the fds a node:child_process child with two extra pipes has', withAddon, async () => {
+test('a launched process has the fds a node:child_process child with three extra pipes has', withAddon, async () => {
   const script = 'ls /proc/$$/fd >&3; readlink /proc/$$/fd/2 >&3; echo feed >&4';
   const ours = await launch(script);
   assert.deepEqual(ours.status, { code: 0, signal: null });
-  const node = nodeCp.spawn('/bin/sh', ['-c', script], { stdio: ['inherit', 'inherit', 'inherit', 'pipe', 'pipe'] });
+  const node = nodeCp.spawn('/bin/sh', ['-c', script], { stdio: ['inherit', 'inherit', 'inherit', 'pipe', 'pipe', 'pipe'] });
   let out = '';
   node.stdio[3].on('data', (d) => { out += d; });
   await once(node, 'close');
   const fds = (text) => text.trim().split('\n').slice(0, -1).map(Number).sort((a, b) => a - b);
   assert.deepEqual(fds(ours.out), fds(out));
-  assert.ok([0, 1, 2, 3, 4].every((fd) => fds(ours.out).includes(fd)));
+  assert.ok([0, 1, 2, 3, 4, 5].every((fd) => fds(ours.out).includes(fd)));
   assert.equal(ours.out.trim().split('\n').at(-1), readlinkSync('/proc/self/fd/2'));
 });
 

@@ -1,0 +1,203 @@
+// Handover (docs/protocol.md, "Handover"): once a child's stdout or stderr
+// proves busy, its server passes the pipe to Node, which reads the rest
+// itself. What must hold across the switch: every byte once and in order,
+// backpressure (a paused consumer stops the child, memory stays bounded),
+// Node's outcome when the reader goes away, keep-alive and unref(), no fd
+// reaching other children, and a server's death while Node reads.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync, rmSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import * as nodeCp from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createPool } from '../../lib/index.js';
+import { addon } from '../../lib/launch.js';
+
+const MB = 1024 * 1024;
+const lib = fileURLToPath(new URL('../../lib/index.js', import.meta.url));
+// Handover needs the launch addon (the server's fd 5 comes from it).
+const skip = addon === null ? 'no launch addon here (SPAWNPOOL_ADDON=0 or not built): nothing is handed over' : false;
+
+let dir;
+let big;
+let bigHash;
+
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'spawnpool-handover-'));
+  big = join(dir, 'big.bin');
+  const data = randomBytes(6 * MB + 777);
+  writeFileSync(big, data);
+  bigHash = createHash('sha256').update(data).digest('hex');
+});
+
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+async function hashOf(stream) {
+  const h = createHash('sha256');
+  let n = 0;
+  for await (const chunk of stream) {
+    h.update(chunk);
+    n += chunk.length;
+  }
+  return [h.digest('hex'), n];
+}
+
+test('busy stdout and stderr are handed over: every byte once, in order, and counted', { skip }, async () => {
+  const pool = createPool({ size: 1 });
+  try {
+    const before = pool.stats().handedOver;
+    const child = pool.spawn('sh', ['-c', 'cat "$1" >&2 & cat "$1"; wait', 'sh', big]);
+    const [out, err, [code]] = await Promise.all([hashOf(child.stdout), hashOf(child.stderr), once(child, 'close')]);
+    assert.deepEqual(out, [bigHash, 6 * MB + 777]);
+    assert.deepEqual(err, [bigHash, 6 * MB + 777]);
+    assert.equal(code, 0);
+    assert.equal(pool.stats().handedOver - before, 2);
+    // A quiet stream is not handed over.
+    const small = pool.spawn('echo', ['hi']);
+    const [quiet] = await Promise.all([hashOf(small.stdout), once(small, 'close')]);
+    assert.equal(quiet[1], 3);
+    assert.equal(pool.stats().handedOver - before, 2);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('bytes the child wrote to a handed-over stdout come before what it wrote to stderr next (as Node reads them)', { skip }, async () => {
+  // nano-spawn's `output` depends on it: 200,000 bytes on stdout, then
+  // "done" on stderr; under Node stderr's line comes last.
+  const pool = createPool({ size: 1 });
+  try {
+    const script = 'process.stdout.write("x".repeat(200000)); console.error("done")';
+    for (let i = 0; i < 25; i++) {
+      const child = pool.spawn(process.execPath, ['-e', script]);
+      let out = 0;
+      let outAtDone = -1;
+      child.stdout.on('data', (d) => { out += d.length; });
+      child.stderr.on('data', () => { if (outAtDone === -1) outAtDone = out; });
+      await once(child, 'close');
+      assert.equal(outAtDone, 200000, `run ${i}: stderr came with ${outAtDone} bytes of stdout read`);
+    }
+    assert.ok(pool.stats().handedOver >= 25);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('after the handover a paused consumer stops the child and memory stays bounded', { skip }, async () => {
+  const pool = createPool({ size: 1 });
+  try {
+    // 32 MB on stdout, then "done" on stderr: while stdout is paused, the
+    // writer must block (no "done"), and what Node holds stays small.
+    const script = 'const b = Buffer.alloc(1 << 20, 97); let i = 0;'
+      + 'const w = () => { while (i < 32) { if (!process.stdout.write(b)) { i++; process.stdout.once("drain", w); return; } i++; }'
+      + ' process.stderr.write("done"); }; w();';
+    const child = pool.spawn(process.execPath, ['-e', script]);
+    let err = '';
+    child.stderr.on('data', (d) => { err += d; });
+    let got = 0;
+    let paused = false;
+    child.stdout.on('data', (d) => {
+      got += d.length;
+      if (got > 4 * MB && !paused) {
+        paused = true;
+        child.stdout.pause();
+      }
+    });
+    while (!child.stdout.isPaused()) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(pool.stats().handedOver >= 1, true, 'stdout was handed over');
+    assert.equal(err, '', 'the writer went on although stdout was paused');
+    assert.ok(child.stdout.readableLength <= 2 * MB, `${child.stdout.readableLength} bytes buffered`);
+    const at = got;
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(got, at, 'no data while paused');
+    child.stdout.resume();
+    const [code] = await once(child, 'close');
+    assert.equal(code, 0);
+    assert.equal(got, 32 * MB);
+    assert.equal(err, 'done');
+  } finally {
+    await pool.close();
+  }
+});
+
+/** How `yes` ends when its reader destroys stdout after `bytes`. */
+async function yesOutcome(spawn, bytes) {
+  const child = spawn('yes', [], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => { err += d; });
+  let got = 0;
+  child.stdout.on('data', (d) => {
+    got += d.length;
+    if (got >= bytes) child.stdout.destroy();
+  });
+  const [code, signal] = await once(child, 'close');
+  return { code, signal, reset: /reset by peer/i.test(err) || /Broken pipe/i.test(err) ? err.trim().split(': ').pop() : err.trim() };
+}
+
+test('destroying a handed-over stdout ends the writer as under node:child_process (differential)', { skip }, async () => {
+  const pool = createPool({ size: 1 });
+  try {
+    const node = await yesOutcome(nodeCp.spawn, 2 * MB);
+    const ours = await yesOutcome(pool.spawn, 2 * MB);
+    assert.ok(pool.stats().handedOver >= 1);
+    assert.deepEqual(ours, node);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('no fd of a handed-over pipe reaches another child', { skip }, async () => {
+  const pool = createPool({ size: 1 });
+  try {
+    const busy = pool.spawn('sh', ['-c', `cat "${big}"; exec sleep 5`]);
+    let got = 0;
+    busy.stdout.on('data', (d) => { got += d.length; });
+    while (got < 6 * MB + 777) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(pool.stats().handedOver >= 1);
+    // Node's own spawn does not close fds for the child: a socket of ours
+    // that is not close-on-exec would show up in its /proc/self/fd.
+    const fds = nodeCp.execFileSync('sh', ['-c', 'cd /proc/$$/fd && for f in *; do echo "$f $(readlink $f)"; done'],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const sockets = fds.trim().split('\n').map((line) => line.split(' ')).filter(([fd, to]) => Number(fd) > 2 && to.startsWith('socket:'));
+    assert.deepEqual(sockets, [], fds);
+    busy.kill('SIGKILL');
+    await once(busy, 'close');
+  } finally {
+    await pool.close();
+  }
+});
+
+test('unref()d child and stdout after the handover: the process exits (as with node:child_process)', { skip }, async () => {
+  const script = (from) => `import { spawn } from ${JSON.stringify(from)};
+    const c = spawn('sh', ['-c', 'head -c 3000000 /dev/zero; sleep 8'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let n = 0;
+    c.stdout.on('data', (d) => { n += d.length; if (n >= 3000000) { c.unref(); c.stdout.unref(); c.stdout.pause(); process.stdout.write('unref'); } });`;
+  for (const from of ['node:child_process', lib]) {
+    const t0 = performance.now();
+    const out = nodeCp.execFileSync(process.execPath, ['--input-type=module', '-e', script(from)], { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(out, 'unref', from);
+    assert.ok(performance.now() - t0 < 6_000, from);
+  }
+});
+
+test('the server dies while Node reads a handed-over pipe: the child ends as SIGKILL, the stream ends, close fires', { skip }, async () => {
+  const pool = createPool({ size: 1 });
+  try {
+    const child = pool.spawn('sh', ['-c', 'while :; do cat "$1"; done', 'sh', big]);
+    let got = 0;
+    child.stdout.on('data', (d) => { got += d.length; });
+    while (pool.stats().handedOver < 1 || got < 2 * MB) await new Promise((r) => setTimeout(r, 5));
+    const server = pool.stats().servers[0].pid;
+    const ended = once(child.stdout, 'end');
+    process.kill(server, 'SIGKILL');
+    const [code, signal] = await once(child, 'close');
+    await ended;
+    assert.deepEqual([code, signal], [null, 'SIGKILL']);
+  } finally {
+    await pool.close();
+  }
+});
