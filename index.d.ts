@@ -117,7 +117,8 @@ export interface PoolStats {
   parkedTimeouts: number;
   /**
    * stdout/stderr streams whose pipe a server handed over to this process
-   * once they proved busy (a full 64 KiB read): Node read the rest itself.
+   * once they proved busy (192 KiB relayed, and a read still filled a
+   * whole 64 KiB chunk): Node read the rest itself.
    */
   handedOver: number;
   /** Milliseconds since the pool started its first server (0 before). */

@@ -38,6 +38,7 @@
 enum {
 	SPAWND_IN_CHUNK = 128 * 1024,   /* client socket read buffer */
 	SPAWND_PIPE_CHUNK = 64 * 1024,  /* one read(2) of a child pipe, at most */
+	SPAWND_READS_IN_A_ROW = 32,     /* of one ready pipe, as libuv's uv__read */
 	SPAWND_OUT_SOFT = 192 * 1024,   /* no pipe reads while this much is unsent */
 	SPAWND_OUT_HIGH = 1024 * 1024,  /* no socket reads while this much is unsent */
 	SPAWND_STDIN_MAX = 1024 * 1024, /* queued stdin per child: more is a protocol error */

@@ -109,6 +109,14 @@ void stream_start(struct stream *s, struct child *c, int which, int fd,
 		  uint32_t window, int handover)
 {
 	s->handover = handover && handover_fd >= 0;
+	s->relayed = 0;
+	/* A handover costs the client more than relaying 2 or 3 chunks costs
+	 * the server (docs/benchmarks.md): short outputs stay relayed. It
+	 * comes before the credit can run out, so a bulk stream is never held
+	 * back while the child's other stream goes on. */
+	s->hand_at = window >= 4 * SPAWND_PIPE_CHUNK ? 3 * SPAWND_PIPE_CHUNK
+		   : window > 2 * SPAWND_PIPE_CHUNK ? window - SPAWND_PIPE_CHUNK
+		   : SPAWND_PIPE_CHUNK;
 	s->w.kind = W_OUT;
 	s->which = (uint8_t)which;
 	s->readable = 0;
@@ -354,19 +362,26 @@ static ssize_t relay_splice(struct stream *s, size_t want)
 	return n;
 }
 
-/* One read, and the EOF right behind it when the writer is gone: Node sees
- * a pipe's last bytes and its EOF in one go (libuv reports POLLHUP's EOF
- * after a short read), so the END must not wait behind other streams. */
+/* Reads a ready stream as libuv reads a readable pipe: up to 32 chunks
+ * in a row, until it is empty (or out of credit, or the output backs up),
+ * then the EOF right behind when the writer is gone. Node delivers what
+ * one pipe holds before the bytes of a pipe that became readable later,
+ * and a pipe's last bytes and its EOF in one go (libuv reports POLLHUP's
+ * EOF after a short read), so neither may wait behind other streams. */
 static void stream_read(struct stream *s)
 {
 	int drained = 0;
 
-	stream_read_once(s, &drained);
+	for (int i = 0; i < SPAWND_READS_IN_A_ROW && !drained && s->fd >= 0 && s->readable &&
+	     s->credit > 0 && (i == 0 || conn_pipe_room()); i++) {
+		stream_read_once(s, &drained);
+		/* Bulk output, more likely to follow: the client reads it. */
+		if (s->fd >= 0 && s->busy && s->relayed >= s->hand_at && s->handover &&
+		    handover_fd >= 0 && stream_hand_over(s))
+			return;
+	}
 	if (drained && s->fd >= 0 && s->hup && s->credit > 0)
 		stream_read_once(s, &drained);
-	/* More is likely to follow a whole chunk: the client reads it. */
-	if (s->fd >= 0 && s->busy && s->handover && handover_fd >= 0 && stream_hand_over(s))
-		return;
 	ready_update(s);
 }
 
@@ -396,6 +411,7 @@ static void stream_read_once(struct stream *s, int *drained)
 		 * backlog of small pieces splices a few KiB at a time: read). */
 		s->busy = (size_t)n == SPAWND_PIPE_CHUNK || (left && (size_t)n >= SPLICE_MIN);
 		s->credit -= (size_t)n;
+		s->relayed += (size_t)n;
 		/* A short read emptied the pipe: the next write is a new edge
 		 * (unless the writer has gone: then read on to EOF). */
 		if ((size_t)n < want && !left && !s->hup)
@@ -414,8 +430,9 @@ void streams_pump(void)
 {
 	struct stream *last = ready_tail, *s;
 
-	/* One chunk per stream per round, so one chatty child cannot starve
-	 * the others; streams still ready go back to the tail. */
+	/* At most 32 chunks per stream per round (stream_read), so one
+	 * chatty child cannot starve the others; streams still ready go
+	 * back to the tail. */
 	while ((s = ready_head) && conn_pipe_room()) {
 		ready_unlink(s);
 		stream_read(s);

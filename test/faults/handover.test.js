@@ -55,10 +55,11 @@ test('busy stdout and stderr are handed over: every byte once, in order, and cou
     assert.deepEqual(err, [bigHash, 6 * MB + 777]);
     assert.equal(code, 0);
     assert.equal(pool.stats().handedOver - before, 2);
-    // A quiet stream is not handed over.
-    const small = pool.spawn('echo', ['hi']);
+    // A quiet stream is not handed over, nor a short one (under 192 KiB:
+    // relaying it costs less than the handover).
+    const small = pool.spawn('sh', ['-c', `echo hi; head -c 150000 "${big}"`]);
     const [quiet] = await Promise.all([hashOf(small.stdout), once(small, 'close')]);
-    assert.equal(quiet[1], 3);
+    assert.equal(quiet[1], 150003);
     assert.equal(pool.stats().handedOver - before, 2);
   } finally {
     await pool.close();
@@ -66,8 +67,9 @@ test('busy stdout and stderr are handed over: every byte once, in order, and cou
 });
 
 test('bytes the child wrote to a handed-over stdout come before what it wrote to stderr next (as Node reads them)', { skip }, async () => {
-  // nano-spawn's `output` depends on it: 200,000 bytes on stdout, then
-  // "done" on stderr; under Node stderr's line comes last.
+  // nano-spawn's `output` depends on it: 200,000 bytes on stdout (enough
+  // for a handover, little enough for the child's socket to take at once),
+  // then "done" on stderr; under Node stderr's line comes last.
   const pool = createPool({ size: 1 });
   try {
     const script = 'process.stdout.write("x".repeat(200000)); console.error("done")';

@@ -132,6 +132,33 @@ test('the relay does splice here (spawnd says so under SPAWND_DEBUG=1), and what
   assert.doesNotMatch(stderr, /relaying by copy/);
 });
 
+test('a relayed stream is read to its end before a stream that became readable later, as Node reads pipes (differential)', async () => {
+  // 150,000 bytes on stdout (relayed, not handed over), then "done" on
+  // stderr: Node reads the whole stdout first; nano-spawn's `output`
+  // depends on it. The server used to read one chunk per stream per round.
+  const pool = createPool({ size: 1 });
+  try {
+    const script = 'process.stdout.write("x".repeat(150000)); console.error("done")';
+    const outcomes = {};
+    for (const [name, spawn] of [['node', nodeCp.spawn], ['spawnpool', pool.spawn]]) {
+      const seen = [];
+      for (let i = 0; i < 40; i++) {
+        const child = spawn(process.execPath, ['-e', script]);
+        let out = 0;
+        let outAtDone = -1;
+        child.stdout.on('data', (d) => { out += d.length; });
+        child.stderr.on('data', () => { if (outAtDone === -1) outAtDone = out; });
+        await once(child, 'close');
+        seen.push(outAtDone);
+      }
+      outcomes[name] = seen.filter((n) => n !== 150000);
+    }
+    assert.deepEqual(outcomes, { node: [], spawnpool: [] });
+  } finally {
+    await pool.close();
+  }
+});
+
 const python = ['/usr/bin/python3', '/usr/local/bin/python3', '/bin/python3'].find((p) => existsSync(p));
 
 for (const mode of ['fd', 'oob']) {
