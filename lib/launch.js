@@ -58,8 +58,9 @@ export function startProcess(file, argv, env) {
 
 /**
  * The next handover from the server's fd 5 (docs/protocol.md, "Handover"):
- * `{ id, fd, handle }`, `handle` the received fd (close-on-exec); or a
- * negative errno (-EAGAIN: nothing waiting, -EPROTO: not a handover).
+ * `{ id, fd, handle }`, `handle` the received fd (close-on-exec), or a
+ * negative errno when it could not be received (-EMFILE); or a negative
+ * errno (-EAGAIN: nothing waiting, -EPROTO: not a handover).
  */
 export function receiveHandover(fd) {
   const r = addon.receive(fd);

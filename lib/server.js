@@ -7,6 +7,7 @@ import { Socket } from 'node:net';
 import { isMainThread } from 'node:worker_threads';
 import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER } from './protocol.js';
 import { asCallback } from './delivery.js';
+import { debug } from './observe.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
 import { addon, startProcess, reapProcess, receiveHandover } from './launch.js';
@@ -423,8 +424,11 @@ export class Server {
       this.die(err);
       return;
     }
-    this.deliver(inNodeOrder(this.batch));
+    // Taken first: a listener that throws leaves the rest of this batch to
+    // a later callback, and the next read must not deliver it again.
+    const batch = this.batch;
     this.batch = [];
+    this.deliver(inNodeOrder(batch));
   }
 
   /** Frames decoded from one read, collected; connection frames at once. */
@@ -436,14 +440,20 @@ export class Server {
 
   /**
    * HANDED: the stream's fd waits on the handover socket, sent before the
-   * frame. Taken now, in frame order, whoever gets it later (`msg.handle`);
-   * closed at once if nobody will. False when there is nobody.
+   * frame. Taken now, in frame order, whoever gets it later (`msg.handle`,
+   * or `msg.error` when this process had no room for it); closed at once
+   * if nobody will. False when there is nobody.
    */
   takeHandover(msg) {
     const got = this.handoverFd === -1 ? -9 : receiveHandover(this.handoverFd);
     if (typeof got === 'number' || got.id !== msg.id || got.fd !== msg.fd) {
-      if (typeof got !== 'number') closeSync(got.handle);
+      if (typeof got !== 'number' && got.handle >= 0) closeSync(got.handle);
       throw new ProtocolError(`HANDED ${msg.id} fd ${msg.fd} without its handover (${typeof got === 'number' ? `errno ${-got}` : `got ${got.id} fd ${got.fd}`})`);
+    }
+    if (got.handle < 0) {
+      msg.error = -got.handle;
+      debug('handover of %d fd %d: the fd could not be received (errno %d): the stream ends with that error', msg.id, msg.fd, msg.error);
+      return this.sessions.has(msg.id);
     }
     if (this.sessions.has(msg.id)) {
       msg.handle = got.handle;

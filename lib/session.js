@@ -32,7 +32,7 @@ import { asCallback, closePhase, joinCohort, leaveCohort } from './delivery.js';
 
 const HOLD_CLOSE_MS = 5;
 
-const { EPIPE } = constants.errno;
+const { EPIPE, EIO } = constants.errno;
 const SIGKILL = constants.signals.SIGKILL;
 
 export const SPAWNING = 'spawning';
@@ -133,23 +133,28 @@ export class Session {
   defer(msg) {
     if (this.deferred === null) {
       this.deferred = [];
-      const flush = () => this.flushDeferred(0);
+      const flush = () => this.flushDeferred();
       setImmediate(this.directFresh ? () => setImmediate(flush) : flush);
     }
     this.deferred.push(msg);
   }
 
-  flushDeferred(from) {
+  /** Delivers the deferred frames now (also when the server is lost: they came before). */
+  flushDeferred() {
     const msgs = this.deferred;
-    for (let i = from; i < msgs.length; i++) {
+    if (msgs === null) return;
+    this.deferred = null;
+    for (let i = 0; i < msgs.length; i++) {
       try {
         asCallback(deliver, this, msgs[i]);
       } catch (err) {
-        setImmediate(() => this.flushDeferred(i + 1));
+        // The rest in a later callback, as Server.deliver does.
+        this.deferred = msgs.slice(i + 1).concat(this.deferred ?? []);
+        if (this.deferred.length === 0) this.deferred = null;
+        else setImmediate(() => this.flushDeferred());
         throw err;
       }
     }
-    this.deferred = null;
   }
 
   /** One frame from the server, for this child. */
@@ -178,17 +183,7 @@ export class Session {
         this.onEnd(msg.fd, msg.errno);
         break;
       case T.HANDED:
-        // The server's end of the pipe, ours now: read as Node reads one.
-        if (this.wire[msg.fd]) {
-          this.direct++;
-          if (!this.directFresh) {
-            this.directFresh = true;
-            setImmediate(() => { this.directFresh = false; });
-          }
-          this.streams[msg.fd]._handover(msg.handle);
-        } else {
-          closeSync(msg.handle);
-        }
+        this.handedOver(msg);
         break;
       case T.WROTE:
         this.streams[0]?._acked(msg.bytes);
@@ -209,6 +204,35 @@ export class Session {
         break;
       default:
         break;
+    }
+  }
+
+  /**
+   * HANDED: the server's end of the pipe is ours now (`msg.handle`), read
+   * as Node reads one; or it could not be had here (`msg.error`, EMFILE):
+   * then the stream ends with that read error, its bytes lost.
+   */
+  handedOver(msg) {
+    const { fd, handle } = msg;
+    if (!this.wire[fd]) {
+      if (handle !== undefined) closeSync(handle);
+      return;
+    }
+    if (handle === undefined) {
+      this.onEnd(fd, msg.error);
+      return;
+    }
+    try {
+      this.streams[fd]._handover(handle);
+    } catch (err) {
+      closeSync(handle);
+      this.onEnd(fd, -err.errno || EIO);
+      return;
+    }
+    this.direct++;
+    if (!this.directFresh) {
+      this.directFresh = true;
+      setImmediate(() => { this.directFresh = false; });
     }
   }
 
@@ -314,10 +338,13 @@ export class Session {
    */
   lost() {
     this.leaveCohort();
+    // What the server sent before it died (an EXIT, say) counts.
+    this.flushDeferred();
     if (this.state === RUNNING && this.pid > 0) {
       try { process.kill(this.pid, SIGKILL); } catch { /* gone already */ }
     }
-    for (const fd of [1, 2]) this.onEnd(fd, 0);
+    // A handed-over pipe needs no server: it is read to its EOF.
+    for (const fd of [1, 2]) if (!this.streams[fd]?._reading()) this.onEnd(fd, 0);
     if (this.state === RUNNING) this.exit(null, 'SIGKILL');
     this.release();
   }

@@ -48,8 +48,13 @@ export class ChildReadable extends Readable {
   }
 
   _read() {
-    if (this._direct !== null) this._direct.resume();
-    else this._grant();
+    if (this._direct === null) this._grant();
+    else if (!this._directDone) this._direct.resume();
+  }
+
+  /** Whether a handed-over pipe is still read (it needs no server). */
+  _reading() {
+    return this._direct !== null && !this._directDone;
   }
 
   /** The handed-over pipe is done with: closed, and the session told. */
@@ -60,9 +65,12 @@ export class ChildReadable extends Readable {
     this._session.direct--;
   }
 
-  /** HANDED: `fd` is the pipe's end; its reads are this stream's from now on. */
+  /**
+   * HANDED: `fd` is the pipe's end; its reads are this stream's from now
+   * on. Throws (the fd not taken) if it cannot be opened.
+   */
   _handover(fd) {
-    const pipe = new Socket({ fd, readable: true, writable: false, pauseOnCreate: this.readableLength >= this.readableHighWaterMark });
+    const pipe = new Socket({ fd, readable: true, writable: false });
     this._direct = pipe;
     if (!this._session.pipeRefed[this._fd]) pipe.unref();
     pipe.on('data', (chunk) => {
@@ -103,13 +111,13 @@ export class ChildReadable extends Readable {
   /** Like a pipe handle: an open stream keeps the event loop alive unless unref'd. */
   ref() {
     this._session.refPipe(this._fd, true);
-    this._direct?.ref();
+    if (this._reading()) this._direct.ref();
     return this;
   }
 
   unref() {
     this._session.refPipe(this._fd, false);
-    this._direct?.unref();
+    if (this._reading()) this._direct.unref();
     return this;
   }
 }

@@ -1,4 +1,4 @@
-/* Wire codec of docs/protocol.md (version 2). Pure: no I/O, no allocation.
+/* Wire codec of docs/protocol.md (version 3). Pure: no I/O, no allocation.
  * Decoding validates a whole frame and points into the caller's buffer;
  * encoding writes into caller-provided space of sp_encoded_size() bytes. */
 #ifndef SPAWND_PROTOCOL_H
@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 enum {
-	SP_VERSION = 2,
+	SP_VERSION = 3,
 	SP_HDR = 9,                    /* len + type + id */
 	SP_MAX_FRAME = 16 * 1024 * 1024,
 	SP_STDIN_WINDOW = 65536,

@@ -216,6 +216,8 @@ int streams_drop_due(void)
 	return (int)wait;
 }
 
+static void stream_end(struct stream *s, int err);
+
 /* Hands the client our end of a busy stream: one message on the handover
  * socket (`u32 id, u8 fd` with the fd attached), then HANDED behind the
  * stream's DATA. From then on the client reads the child directly and we
@@ -235,7 +237,7 @@ static int stream_hand_over(struct stream *s)
 	struct cmsghdr *cm;
 	struct sp_msg m = { .type = SP_HANDED, .id = s->c->id, .fd = s->which };
 	ssize_t n;
-	int r;
+	int r, err;
 
 	s->handover = 0;
 	for (int i = 0; i < 4; i++)     /* little-endian, as in every frame */
@@ -247,26 +249,30 @@ static int stream_hand_over(struct stream *s)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &s->fd, sizeof(int));
+	/* Our registration would outlive our close (the client holds the
+	 * socket): it ends first, and comes back if the send fails. */
+	if ((r = loop_del(s->fd)) < 0) {
+		DBG("epoll_ctl DEL (handover of %u fd %d): %s", m.id, s->which, strerror(-r));
+		return 0;
+	}
 	do
 		n = sendmsg(handover_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(body)) {
-		DBG("handover of %u fd %d: %s", s->c->id, s->which,
-		    n < 0 ? strerror(errno) : "short send");
-		if (n < 0 && errno != EAGAIN && errno != ETOOMANYREFS && errno != ENOBUFS) {
-			/* The client closed its end: no more handovers. */
-			close(handover_fd);
-			handover_fd = -1;
-		}
-		return 0;
+	err = n < 0 ? errno : EPROTO;   /* a SOCK_SEQPACKET send is whole or fails */
+	if (n == (ssize_t)sizeof(body)) {
+		conn_send(&m);
+		stream_close(s);
+		return 1;
 	}
-	/* The socket stays open in the client: only its close would end our
-	 * registration, so it ends here (or its events would keep coming). */
-	if ((r = loop_del(s->fd)) < 0)
-		DBG("epoll_ctl DEL (handover): %s", strerror(-r));
-	conn_send(&m);
-	stream_close(s);
-	return 1;
+	DBG("handover of %u fd %d: %s", m.id, s->which, strerror(err));
+	if (err != EAGAIN && err != ETOOMANYREFS && err != ENOBUFS) {
+		/* The client closed its end: no more handovers. */
+		close(handover_fd);
+		handover_fd = -1;
+	}
+	if ((r = loop_add(s->fd, LOOP_READABLE | LOOP_HANGUP | LOOP_EDGE, &s->w)) < 0)
+		stream_end(s, -r);      /* cannot be watched again: it ends */
+	return 0;
 }
 
 /* END (errno 0 at EOF, else the read error), then close. */

@@ -15,8 +15,12 @@
  *   receive(fd)                  one handover message from the server's
  *                                fd 5 (docs/protocol.md, "Handover"):
  *                                [id, stdio fd, received fd (close-on-
- *                                exec)], or -errno (EAGAIN: none waiting;
- *                                EPROTO: not a handover message).
+ *                                exec, above 2) or -errno when it could
+ *                                not be had (EMFILE)], or -errno (EAGAIN:
+ *                                none waiting; EPROTO: not a handover
+ *                                message). One fd is kept in reserve for
+ *                                it, so a process at its fd limit still
+ *                                gets the next one.
  *   reap(pid)                    waitpid(pid, WNOHANG): -1 while it runs,
  *                                -2 - errno on failure, else the raw
  *                                wait status.
@@ -162,6 +166,17 @@ static int move_up(int *fd, int min)
 	return 0;
 }
 
+/* One fd kept free for the next handover: a process at its fd limit
+ * would have the passed fd dropped by the kernel (MSG_CTRUNC). Made at
+ * the first start() and after each receive; -1 when it could not be. */
+static int reserve = -1;
+
+static void keep_reserve(void)
+{
+	if (reserve < 0)
+		reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 /* A socket pair of `type`, both ends close-on-exec: [0] ours,
  * non-blocking, never on fds 0-2 (were one of them closed, the next open
  * would take it: a child inheriting our stdio would get our end); [1] the
@@ -260,6 +275,7 @@ static napi_value start(napi_env env, napi_callback_info info)
 	if ((file = c_string(env, args[0])) == NULL || (argv = c_strings(env, args[1])) == NULL
 	    || (envp = c_strings(env, args[2])) == NULL)
 		goto done;
+	keep_reserve();
 	pid = std_copies(std);
 	for (int i = 0; i < 3 && pid == 0; i++)
 		pid = server_pair(pairs[i], types[i]);
@@ -342,26 +358,48 @@ static napi_value receive(napi_env env, napi_callback_info info)
 	struct cmsghdr *cm;
 	uint32_t id = 0;
 	ssize_t n;
-	int fd;
+	int fd, err;
 
 	if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != 0 || argc < 1
 	    || napi_get_value_int32(env, arg, &sock) != 0 || sock < 0)
 		return type_error(env, "receive(fd): fd must be a socket's fd");
+	if (reserve >= 0) {
+		close(reserve);
+		reserve = -1;
+	}
 	do
 		n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
+	err = errno;
+	keep_reserve();
 	if (n < 0)
-		return int_value(env, -errno);
-	cm = CMSG_FIRSTHDR(&msg);
-	if (n != 5 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || cm == NULL
-	    || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS
-	    || cm->cmsg_len != CMSG_LEN(sizeof(int)) || CMSG_NXTHDR(&msg, cm) != NULL) {
+		return int_value(env, -err);
+	if (n != 5 || (msg.msg_flags & MSG_TRUNC)) {
 		close_passed(&msg);
 		return int_value(env, n == 0 ? -EPIPE : -EPROTO);
 	}
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 	for (int i = 0; i < 4; i++)
 		id |= (uint32_t)body[i] << (8 * i);
+	cm = CMSG_FIRSTHDR(&msg);
+	if ((msg.msg_flags & MSG_CTRUNC) || cm == NULL || cm->cmsg_level != SOL_SOCKET
+	    || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int))
+	    || CMSG_NXTHDR(&msg, cm) != NULL) {
+		/* The message came, its fd did not: no room for it here
+		 * (EMFILE), or not one fd. That stream is lost to us. */
+		close_passed(&msg);
+		fd = (msg.msg_flags & MSG_CTRUNC) ? -EMFILE : -EPROTO;
+	} else {
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+		/* Never on 0-2 (one of them was closed): a child inheriting
+		 * our stdio would get it. */
+		if (fd <= 2) {
+			int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+			err = errno;
+			close(fd);
+			fd = moved < 0 ? -err : moved;
+		}
+	}
 	napi_create_array_with_length(env, 3, &out);
 	napi_set_element(env, out, 0, uint_value(env, id));
 	napi_set_element(env, out, 1, int_value(env, body[4]));

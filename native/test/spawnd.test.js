@@ -146,9 +146,9 @@ class Conn {
 const shared = new Conn();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-test('handshake: HELLO answers version 2, the server pid, and no parked children without a feed on fd 4', async () => {
+test('handshake: HELLO answers version 3, the server pid, and no parked children without a feed on fd 4', async () => {
   const h = await shared.frame((m) => m.type === P.T.S_HELLO);
-  assert.equal(h.version, 2);
+  assert.equal(h.version, 3);
   assert.equal(h.pid, shared.proc.pid);
   assert.equal(h.parked, 0);
 });
@@ -473,14 +473,19 @@ test('protocol errors: FATAL then exit 3; wrong version: HELLO then exit 2', asy
   // is the contract here.
   await flood.frame((m) => m.type === P.T.FATAL).catch((err) => assert.match(err.message, /socket closed/));
   assert.equal((await flood.exit).code, 3);
-  const v3 = new Conn({ hello: false });
-  v3.send(P.encodeHello(4, 3));
-  assert.equal((await v3.frame((m) => m.type === P.T.S_HELLO)).version, 2);
-  assert.equal((await v3.exit).code, 2);
+  const v4 = new Conn({ hello: false });
+  v4.send(P.encodeHello(4, 4));
+  assert.equal((await v4.frame((m) => m.type === P.T.S_HELLO)).version, 3);
+  assert.equal((await v4.exit).code, 2);
+  // Version 2 had no handover: its client's HELLO is refused the same way.
+  const v2 = new Conn({ hello: false });
+  v2.send(P.encodeHello(4, 2));
+  assert.equal((await v2.frame((m) => m.type === P.T.S_HELLO)).version, 3);
+  assert.equal((await v2.exit).code, 2);
   // Version 1's HELLO had no parked count: still answered, with our version.
   const v1 = new Conn({ hello: false });
   v1.send(Buffer.from([9, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0]));
-  assert.equal((await v1.frame((m) => m.type === P.T.S_HELLO)).version, 2);
+  assert.equal((await v1.frame((m) => m.type === P.T.S_HELLO)).version, 3);
   assert.equal((await v1.exit).code, 2);
 });
 

@@ -203,3 +203,70 @@ test('the server dies while Node reads a handed-over pipe: the child ends as SIG
     await pool.close();
   }
 });
+
+/** Runs `code` (an ES module) in a fresh Node with `ulimit -n` set, returning its last stdout line as JSON. */
+function runScript(code, nofile) {
+  const out = nodeCp.execFileSync('sh', ['-c', `ulimit -n ${nofile} && exec "$0" --input-type=module -e "$1"`, process.execPath, code],
+    { encoding: 'utf8', timeout: 30_000 });
+  return JSON.parse(out.trim().split('\n').at(-1));
+}
+
+test('a process at its fd limit when a pipe is handed over: the next one still arrives (a reserved fd), then EMFILE on that stream alone; no server or other child is lost', { skip }, () => {
+  const code = `
+    import { createPool } from ${JSON.stringify(lib)};
+    import { openSync, closeSync } from 'node:fs';
+    import { once } from 'node:events';
+    const pool = createPool({ size: 1 });
+    const bystander = pool.spawn('sleep', ['2']);
+    await once(bystander, 'spawn');
+    const results = [];
+    for (let k = 0; k < 2; k++) {
+      const big = pool.spawn('sh', ['-c', 'sleep 0.2; head -c 1000000 /dev/zero']);
+      await once(big, 'spawn');
+      const held = [];
+      for (;;) { try { held.push(openSync('/dev/null', 'r')); } catch { break; } }
+      let bytes = 0;
+      let error = null;
+      big.stdout.on('data', (d) => { bytes += d.length; });
+      big.stdout.on('error', (err) => { error = err.code + ' ' + err.syscall; });
+      await once(big, 'close');
+      for (const fd of held) closeSync(fd);
+      results.push({ bytes, error });
+    }
+    const [code, signal] = await once(bystander, 'exit');
+    const { lost, restarts } = pool.stats();
+    await pool.close();
+    console.log(JSON.stringify({ results, bystander: [code, signal], lost, restarts }));`;
+  const r = runScript(code, 128);
+  assert.deepEqual(r.results[0], { bytes: 1_000_000, error: null });
+  assert.equal(r.results[1].error, 'EMFILE read');
+  assert.ok(r.results[1].bytes < 1_000_000);
+  assert.deepEqual({ bystander: r.bystander, lost: r.lost, restarts: r.restarts }, { bystander: [0, null], lost: 0, restarts: 0 });
+});
+
+test('a listener that throws (with an uncaughtException handler) while a busy child is read: every byte once, the child closes', { skip }, () => {
+  const code = `
+    import { createPool } from ${JSON.stringify(lib)};
+    import { once } from 'node:events';
+    let thrown = 0;
+    process.on('uncaughtException', () => { thrown++; });
+    const pool = createPool({ size: 1 });
+    const results = [];
+    for (let k = 0; k < 3; k++) {
+      const child = pool.spawn('sh', ['-c', 'head -c 2000000 /dev/zero; head -c 1000 /dev/zero >&2']);
+      let out = 0;
+      let err = 0;
+      let first = true;
+      child.stdout.on('data', (d) => { out += d.length; if (first) { first = false; throw new Error('listener'); } });
+      child.stderr.on('data', (d) => { err += d.length; });
+      const [code] = await once(child, 'close');
+      results.push([code, out, err]);
+    }
+    const { handedOver } = pool.stats();
+    await pool.close();
+    console.log(JSON.stringify({ results, thrown, handedOver }));`;
+  const r = runScript(code, 1024);
+  assert.deepEqual(r.results, [[0, 2_000_000, 1000], [0, 2_000_000, 1000], [0, 2_000_000, 1000]]);
+  assert.equal(r.thrown, 3);
+  assert.equal(r.handedOver, 3);
+});
