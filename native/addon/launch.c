@@ -167,8 +167,9 @@ static int move_up(int *fd, int min)
 }
 
 /* One fd kept free for the next handover: a process at its fd limit
- * would have the passed fd dropped by the kernel (MSG_CTRUNC). Made at
- * the first start() and after each receive; -1 when it could not be. */
+ * would have the passed fd dropped by the kernel (MSG_CTRUNC). Made when
+ * the addon loads, again by start() and after each receive if it could
+ * not be then; -1 while it cannot be. */
 static int reserve = -1;
 
 static void keep_reserve(void)
@@ -530,6 +531,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports);
 
 napi_value napi_register_module_v1(napi_env env, napi_value exports)
 {
+	keep_reserve();
 	export(env, exports, "start", start);
 	export(env, exports, "reap", reap);
 	export(env, exports, "envState", env_state);
