@@ -343,8 +343,8 @@ export class Session {
     if (this.state === RUNNING && this.pid > 0) {
       try { process.kill(this.pid, SIGKILL); } catch { /* gone already */ }
     }
-    // A handed-over pipe needs no server: it is read to its EOF.
-    for (const fd of [1, 2]) if (!this.streams[fd]?._reading()) this.onEnd(fd, 0);
+    // Handed-over pipes too: a grandchild may hold one open for ever.
+    for (const fd of [1, 2]) this.onEnd(fd, 0);
     if (this.state === RUNNING) this.exit(null, 'SIGKILL');
     this.release();
   }

@@ -56,7 +56,7 @@ function findServer(pool, pid) {
   return server;
 }
 
-test('output cut short by a server death after the exit ends the stream cleanly, with no error', async () => {
+test('output cut short by a server death after the exit ends the stream cleanly, with no error', { timeout: 30_000 }, async () => {
   const pool = createPool({ size: 1 });
   // The child exits at once; a grandchild keeps writing. Node resumes
   // stdout at exit (flushStdio), so pause it again after that: the pipe and
