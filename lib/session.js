@@ -26,7 +26,7 @@ import { constants } from 'node:os';
 import {
   T, STDIO_PIPE, encodeCredit, encodeReap, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
 } from './protocol.js';
-import { ChildReadable, ChildWritable } from './streams.js';
+import { ChildReadable, ChildWritable, DROP_LINGER_MS } from './streams.js';
 import { signalName } from './options.js';
 import { asCallback, closePhase, joinCohort, leaveCohort } from './delivery.js';
 
@@ -215,7 +215,9 @@ export class Session {
   handedOver(msg) {
     const { fd, handle } = msg;
     if (!this.wire[fd]) {
-      if (handle !== undefined) closeSync(handle);
+      // Destroyed by the user meanwhile: closed as a dropped stream is
+      // (lib/streams.js, _dropDirect), once the writer had time to block.
+      if (handle !== undefined) setTimeout(() => closeSync(handle), DROP_LINGER_MS).unref();
       return;
     }
     if (handle === undefined) {

@@ -14,6 +14,7 @@ import { closePhase } from './delivery.js';
 import { constants } from 'node:os';
 
 const { EPIPE } = constants.errno;
+export const DROP_LINGER_MS = 5;
 
 function closeLater(stream, err, before) {
   const close = () => {
@@ -57,12 +58,27 @@ export class ChildReadable extends Readable {
     return this._direct !== null && !this._directDone;
   }
 
-  /** The handed-over pipe is done with: closed, and the session told. */
-  _dropDirect() {
+  /**
+   * The handed-over pipe is done with: closed, and the session told. When
+   * the user destroyed the stream (`linger`), reading stops first and the
+   * close comes DROP_LINGER_MS later, as the server closes a dropped
+   * stream (docs/protocol.md, CLOSE): a writer that keeps writing is then
+   * blocked on the full socket and sees ECONNRESET, Node's usual outcome
+   * (under node:child_process the reader leaves while the writer waits),
+   * not an EPIPE from a close while the bytes we read ahead were gone.
+   */
+  _dropDirect(linger = false) {
     if (this._direct === null || this._directDone) return;
     this._directDone = true;
-    this._direct.destroy();
     this._session.direct--;
+    const pipe = this._direct;
+    if (!linger) {
+      pipe.destroy();
+      return;
+    }
+    pipe.removeAllListeners('data');
+    pipe.pause();
+    setTimeout(() => pipe.destroy(), DROP_LINGER_MS).unref();
   }
 
   /**
@@ -103,7 +119,7 @@ export class ChildReadable extends Readable {
 
   _destroy(err, callback) {
     this._session.closePipe(this._fd, this._direct !== null);
-    this._dropDirect();
+    this._dropDirect(true);
     callback(err);
     closeLater(this, err, null);
   }

@@ -270,3 +270,27 @@ test('a listener that throws (with an uncaughtException handler) while a busy ch
   assert.equal(r.thrown, 3);
   assert.equal(r.handedOver, 3);
 });
+
+test('`yes` whose stdout is destroyed at its first data, its pipe handed over or in flight: ECONNRESET every time, as the relay and Node with a blocked writer give', { skip }, async () => {
+  // The server relays up to 256 KiB before the destroy arrives, so the
+  // pipe is often handed over (or its HANDED in flight) by then; closing it
+  // at once, with the bytes read ahead gone, gave EPIPE ("Broken pipe")
+  // in about a third of the runs.
+  const pool = createPool({ size: 1 });
+  try {
+    const seen = {};
+    for (let i = 0; i < 30; i++) {
+      const child = pool.spawn('yes');
+      let err = '';
+      child.stderr.on('data', (d) => { err += d; });
+      child.stdout.once('data', () => child.stdout.destroy());
+      const [code, signal] = await once(child, 'close');
+      const key = `${code} ${signal} ${err.trim().split(': ').pop()}`;
+      seen[key] = (seen[key] ?? 0) + 1;
+    }
+    assert.deepEqual(seen, { '1 null Connection reset by peer': 30 });
+    assert.ok(pool.stats().handedOver > 0);
+  } finally {
+    await pool.close();
+  }
+});
