@@ -68,11 +68,13 @@ static void abandon(struct spawn_out *o)
 }
 
 /* Registers the pidfd (a parked child's is registered already: it is
- * pointed at c) and the stdout/stderr pipes. 0 or -errno. */
+ * pointed at c) and the stdout/stderr pipes. 0 or -errno. The pidfd
+ * reports once: the exit (the zombie stays readable until REAP), so no
+ * removal is needed at exit, and the close at reap ends it. */
 static int watch_child(struct child *c, const struct spawn_out *o, int parked)
 {
-	int r = parked ? loop_mod(o->pidfd, LOOP_READABLE, &c->pw)
-		       : loop_add(o->pidfd, LOOP_READABLE, &c->pw);
+	int r = parked ? loop_mod(o->pidfd, LOOP_READABLE | LOOP_ONCE, &c->pw)
+		       : loop_add(o->pidfd, LOOP_READABLE | LOOP_ONCE, &c->pw);
 
 	for (int i = 1; i < 3 && r == 0; i++)
 		if (o->fds[i] >= 0)
@@ -280,11 +282,12 @@ static void child_reap(struct child *c)
 		si.si_code = CLD_KILLED;
 		si.si_status = 0;
 	} else if (si.si_pid == 0) {
-		return;         /* not exited yet (a stale event) */
+		/* Not exited yet (a stale event): watch for the exit again. */
+		if ((r = loop_mod(c->pidfd, LOOP_READABLE | LOOP_ONCE, &c->pw)) < 0)
+			DBG("loop_mod(pidfd): %s", strerror(-r));
+		return;
 	}
 	c->exited = 1;
-	if ((r = loop_del(c->pidfd)) < 0)
-		DBG("loop_del(pidfd): %s", strerror(-r));
 	stdin_reaped(c);        /* as Node destroys child.stdin at exit */
 	if (c->exec_err) {
 		/* A parked child that could not exec: it never ran, and its pid

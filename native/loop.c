@@ -22,7 +22,8 @@ static uint32_t to_epoll(uint32_t m)
 	return (m & LOOP_READABLE ? EPOLLIN : 0) |
 	       (m & LOOP_WRITABLE ? EPOLLOUT : 0) |
 	       (m & LOOP_HANGUP ? EPOLLRDHUP : 0) |
-	       (m & LOOP_EDGE ? EPOLLET : 0);
+	       (m & LOOP_EDGE ? EPOLLET : 0) |
+	       (m & LOOP_ONCE ? EPOLLONESHOT : 0);
 }
 
 static uint32_t from_epoll(uint32_t e)

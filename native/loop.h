@@ -17,6 +17,9 @@ enum {
 	/* Interest only: report changes, not states (epoll's EPOLLET). The
 	 * owner must then read/write until EAGAIN before expecting more. */
 	LOOP_EDGE = 8,
+	/* Interest only: report once, then nothing until loop_mod re-arms it
+	 * (epoll's EPOLLONESHOT); the registration stays until the close. */
+	LOOP_ONCE = 16,
 };
 
 /* One readiness report: the pointer given at registration, and its mask. */

@@ -156,40 +156,34 @@ static void disable(const char *what)
 	ifd = mfd = -1;
 }
 
-/* Whether the mount table changed since the last look (a mount, unmount,
- * move or remount: none of them is an inotify event). */
-static int mounts_changed(void)
-{
-	struct pollfd p = { .fd = mfd, .events = POLLPRI };
-	int n;
-
-	while ((n = poll(&p, 1, 0)) < 0 && errno == EINTR)
-		;
-	if (n < 0) {
-		disable("poll(mountinfo)");
-		return 1;
-	}
-	return n > 0 && (p.revents & (POLLPRI | POLLERR)) != 0;
-}
-
-/* Reads every queued event; any at all, or a mount change, clears the
- * cache. The instance is then made anew, so that watches do not pile up:
- * no entry needs the old ones, and a miss adds what it needs. */
+/* Reads every queued event; any at all, or a change of the mount table (a
+ * mount, unmount, move or remount: none of them is an inotify event),
+ * clears the cache. One poll asks both, so a lookup with nothing changed
+ * costs no read. The instance is then made anew, so that watches do not
+ * pile up: no entry needs the old ones, and a miss adds what it needs. */
 static void drain(void)
 {
 	char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	int changed = mounts_changed();
-	ssize_t n;
+	struct pollfd p[2] = { { .fd = mfd, .events = POLLPRI }, { .fd = ifd, .events = POLLIN } };
+	int changed, n;
+	ssize_t got;
 
-	while (ifd >= 0) {
-		n = read(ifd, ev, sizeof(ev));
-		if (n > 0) {
+	while ((n = poll(p, 2, 0)) < 0 && errno == EINTR)
+		;
+	if (n < 0) {
+		disable("poll(mountinfo, inotify)");
+		return;
+	}
+	changed = (p[0].revents & (POLLPRI | POLLERR)) != 0;
+	while (ifd >= 0 && (p[1].revents & (POLLIN | POLLERR))) {
+		got = read(ifd, ev, sizeof(ev));
+		if (got > 0) {
 			changed = 1;
 			continue;
 		}
-		if (n < 0 && errno == EINTR)
+		if (got < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno != EAGAIN)
+		if (got < 0 && errno != EAGAIN)
 			disable("read(inotify)");
 		break;
 	}
