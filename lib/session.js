@@ -340,8 +340,18 @@ export class Session {
    */
   lost() {
     this.leaveCohort();
-    // What the server sent before it died (an EXIT, say) counts.
-    this.flushDeferred();
+    // What the server sent before it died (an EXIT, say) counts. A
+    // listener that throws must not keep the child from its end: the
+    // first error surfaces once the rest is done, later ones on ticks.
+    let thrown = null;
+    while (this.deferred !== null) {
+      try {
+        this.flushDeferred();
+      } catch (err) {
+        if (thrown === null) thrown = { err };
+        else process.nextTick(() => { throw err; });
+      }
+    }
     if (this.state === RUNNING && this.pid > 0) {
       try { process.kill(this.pid, SIGKILL); } catch { /* gone already */ }
     }
@@ -349,6 +359,7 @@ export class Session {
     for (const fd of [1, 2]) this.onEnd(fd, 0);
     if (this.state === RUNNING) this.exit(null, 'SIGKILL');
     this.release();
+    if (thrown !== null) throw thrown.err;
   }
 
   /** Releases the id once the server sends nothing more for it. */

@@ -41,6 +41,8 @@ static struct child *child_alloc(void)
 		free_list = c->next;
 	else if (!(c = calloc(1, sizeof(*c))))
 		return NULL;
+	else
+		c->pidfd = c->in_fd = c->out[0].fd = c->out[1].fd = -1;  /* not fd 0 */
 	c->next = NULL;
 	return c;
 }
@@ -283,8 +285,9 @@ static void child_reap(struct child *c)
 		si.si_status = 0;
 	} else if (si.si_pid == 0) {
 		/* Not exited yet (a stale event): watch for the exit again. */
-		if ((r = loop_mod(c->pidfd, LOOP_READABLE | LOOP_ONCE, &c->pw)) < 0)
-			DBG("loop_mod(pidfd): %s", strerror(-r));
+		if ((r = loop_mod(c->pidfd, LOOP_READABLE | LOOP_ONCE, &c->pw)) < 0 &&
+		    (r = loop_add(c->pidfd, LOOP_READABLE | LOOP_ONCE, &c->pw)) < 0)
+			conn_fatal("cannot watch a child's exit any more");
 		return;
 	}
 	c->exited = 1;

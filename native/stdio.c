@@ -265,7 +265,7 @@ static int stream_hand_over(struct stream *s)
 		return 1;
 	}
 	DBG("handover of %u fd %d: %s", m.id, s->which, strerror(err));
-	if (err != EAGAIN && err != ETOOMANYREFS && err != ENOBUFS) {
+	if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == EBADF) {
 		/* The client closed its end: no more handovers. */
 		close(handover_fd);
 		handover_fd = -1;

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -174,8 +175,17 @@ static int reserve = -1;
 
 static void keep_reserve(void)
 {
-	if (reserve < 0)
-		reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int fd;
+
+	if (reserve >= 0 || (fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+		return;
+	/* Not on 0-2 (one was closed): the next server would get it as its
+	 * stdio. */
+	if (fd <= 2 && move_up(&fd, 3) < 0) {
+		close(fd);
+		return;
+	}
+	reserve = fd;
 }
 
 /* A socket pair of `type`, both ends close-on-exec: [0] ours,
@@ -531,7 +541,10 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports);
 
 napi_value napi_register_module_v1(napi_env env, napi_value exports)
 {
-	keep_reserve();
+	/* The reserve is the main thread's (start and receive run there):
+	 * a worker thread loading the addon leaves it alone. */
+	if (syscall(SYS_gettid) == getpid())
+		keep_reserve();
 	export(env, exports, "start", start);
 	export(env, exports, "reap", reap);
 	export(env, exports, "envState", env_state);
