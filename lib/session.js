@@ -14,9 +14,9 @@
 // the public fields (child.stdout, child.stdio[i]) are the user's to
 // replace, frames always go to these. `wire[fd]` says whether frames still
 // flow for a pipe (or, once the server handed it over, whether its own
-// reads still do: see streams.js); with the process's end it decides when the request id
-// may be released, and it drives whether the child keeps the event loop
-// alive. Until every child spawned with it has its spawn outcome, its
+// reads still do: see streams.js); with the process's end it decides when
+// the request id may be released, and it drives whether the child keeps
+// the event loop alive. Until every child spawned with it has its spawn outcome, its
 // other frames wait (spawn cohorts, lib/delivery.js). The facade
 // (ChildProcess) turns session callbacks into Node's events; the session
 // never emits anything itself.
