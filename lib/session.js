@@ -69,8 +69,7 @@ export class Session {
     this.stdinEnded = false;
     this.killSignal = -1;
     this.heldCloses = null;
-    this.direct = 0;             // handed-over pipes still open
-    this.deferred = null;        // frames waiting for them (defer())
+    this.deferred = null;        // frames waiting for handed-over pipes (defer())
     this.directFresh = false;    // one was handed over in this loop iteration
     this.cohort = null;          // joined when first handed to a server
     this.leftCohort = false;
@@ -127,7 +126,7 @@ export class Session {
    * then the frames wait for that iteration's check phase.
    */
   deferring() {
-    return this.direct > 0 || this.deferred !== null;
+    return this.deferred !== null || this.streams[1]?._reading() === true || this.streams[2]?._reading() === true;
   }
 
   defer(msg) {
@@ -231,7 +230,6 @@ export class Session {
       this.onEnd(fd, -err.errno || EIO);
       return;
     }
-    this.direct++;
     if (!this.directFresh) {
       this.directFresh = true;
       setImmediate(() => { this.directFresh = false; });

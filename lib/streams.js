@@ -59,7 +59,7 @@ export class ChildReadable extends Readable {
   }
 
   /**
-   * The handed-over pipe is done with: closed, and the session told. When
+   * The handed-over pipe is done with: closed (_reading() turns false). When
    * the user destroyed the stream (`linger`), reading stops first and the
    * close comes DROP_LINGER_MS later, as the server closes a dropped
    * stream (docs/protocol.md, CLOSE): a writer that keeps writing is then
@@ -70,7 +70,6 @@ export class ChildReadable extends Readable {
   _dropDirect(linger = false) {
     if (this._direct === null || this._directDone) return;
     this._directDone = true;
-    this._session.direct--;
     const pipe = this._direct;
     if (!linger) {
       pipe.destroy();

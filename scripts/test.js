@@ -91,18 +91,14 @@ nodeTests(`node ${process.version}`, process.execPath, all);
 // the launch addon (SPAWNPOOL_ADDON=0): the path Bun, Deno, worker threads
 // and installs without the addon take gets the whole spawn suite too.
 const spawnSuites = all.filter((f) => !f.includes('bench-') && !f.includes('types'));
-nodeTests('ASan/UBSan server, no launch addon', process.execPath, spawnSuites, {
-  SPAWNPOOL_ADDON: '0',
+const sanitized = {
   SPAWNPOOL_SERVER: join(root, 'native/build/spawnd-asan'),
   ASAN_OPTIONS: 'abort_on_error=1:detect_leaks=1',
   UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
-});
+};
+nodeTests('ASan/UBSan server, no launch addon', process.execPath, spawnSuites, { ...sanitized, SPAWNPOOL_ADDON: '0' });
 // Handover needs the addon (fd 5): its server side under the sanitizers.
-nodeTests('ASan/UBSan server, handover', process.execPath, all.filter((f) => f.endsWith('handover.test.js')), {
-  SPAWNPOOL_SERVER: join(root, 'native/build/spawnd-asan'),
-  ASAN_OPTIONS: 'abort_on_error=1:detect_leaks=1',
-  UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
-});
+nodeTests('ASan/UBSan server, handover', process.execPath, all.filter((f) => f.endsWith('handover.test.js')), sanitized);
 
 for (const version of [22, 24]) {
   const node = otherNode(version);

@@ -369,7 +369,7 @@ static napi_value receive(napi_env env, napi_callback_info info)
 	struct cmsghdr *cm;
 	uint32_t id = 0;
 	ssize_t n;
-	int fd, err;
+	int fd, err, r;
 
 	if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != 0 || argc < 1
 	    || napi_get_value_int32(env, arg, &sock) != 0 || sock < 0)
@@ -403,12 +403,9 @@ static napi_value receive(napi_env env, napi_callback_info info)
 		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 		/* Never on 0-2 (one of them was closed): a child inheriting
 		 * our stdio would get it. */
-		if (fd <= 2) {
-			int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-
-			err = errno;
+		if (fd <= 2 && (r = move_up(&fd, 3)) < 0) {
 			close(fd);
-			fd = moved < 0 ? -err : moved;
+			fd = r;
 		}
 	}
 	napi_create_array_with_length(env, 3, &out);
