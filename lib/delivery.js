@@ -39,8 +39,41 @@ export function asCallback(fn, ...args) {
 let closing = [];
 let closeScheduled = false;
 
+// Whether this runs in the check phase, from a callback of ours (the close
+// phase we emulate, frames delivered late). A close asked for there is due
+// in Node before the next poll phase (libuv's close phase of this
+// iteration, or of the next one with a poll that does not wait), but our
+// setImmediate runs after it, behind whatever that poll reads: a server's
+// frames then go first. Such closes are overdue at the next read.
+let inCheck = false;
+let overdue = false;
+
+/** Wraps `fn` for setImmediate: closes it asks for are due before the next poll. */
+export function checkPhase(fn) {
+  return () => {
+    const was = inCheck;
+    inCheck = true;
+    try {
+      fn();
+    } finally {
+      inCheck = was;
+    }
+  };
+}
+
+/**
+ * Called before a server's read is delivered (poll phase): runs the closes
+ * asked for in the check phase before it, where Node would have run them.
+ */
+export function closeOverdue() {
+  if (overdue) runClosePhase();
+}
+
+const runClosePhaseInCheck = checkPhase(runClosePhase);
+
 function runClosePhase() {
   closeScheduled = false;
+  overdue = false;
   const batch = closing;
   closing = [];
   // Later closes first, as libuv's closing_handles list.
@@ -52,7 +85,7 @@ function runClosePhase() {
       closing = batch.slice(0, i).concat(closing);
       if (!closeScheduled) {
         closeScheduled = true;
-        setImmediate(runClosePhase);
+        setImmediate(runClosePhaseInCheck);
       }
       throw err;
     }
@@ -62,9 +95,10 @@ function runClosePhase() {
 /** Runs `fn` in the emulated close phase (LIFO, after pending immediates). */
 export function closePhase(fn) {
   closing.push(fn);
+  if (inCheck) overdue = true;
   if (!closeScheduled) {
     closeScheduled = true;
-    setImmediate(runClosePhase);
+    setImmediate(runClosePhaseInCheck);
   }
 }
 
@@ -90,7 +124,7 @@ function release(c) {
   if (c.parked.length === 0) c.holding = false;
   else if (!c.flushing) {
     c.flushing = true;
-    setImmediate(() => flushParked(c, 0));
+    setImmediate(checkPhase(() => flushParked(c, 0)));
   }
 }
 
@@ -121,7 +155,7 @@ function flushParked(c, from) {
     try {
       asCallback(c.deliver, parked[i], parked[i + 1]);
     } catch (err) {
-      setImmediate(() => flushParked(c, i + 2));
+      setImmediate(checkPhase(() => flushParked(c, i + 2)));
       throw err;
     }
   }

@@ -6,7 +6,7 @@ import { closeSync, readSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { isMainThread } from 'node:worker_threads';
 import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER } from './protocol.js';
-import { asCallback } from './delivery.js';
+import { asCallback, checkPhase, closeOverdue } from './delivery.js';
 import { debug } from './observe.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
@@ -425,10 +425,17 @@ export class Server {
       return;
     }
     // Taken first: a listener that throws leaves the rest of this batch to
-    // a later callback, and the next read must not deliver it again.
-    const batch = this.batch;
+    // a later callback, and the next read must not deliver it again. Closes
+    // asked for in the check phase go first (lib/delivery.js).
+    const msgs = inNodeOrder(this.batch);
     this.batch = [];
-    this.deliver(inNodeOrder(batch));
+    try {
+      closeOverdue();
+    } catch (err) {
+      setImmediate(() => this.deliver(msgs));
+      throw err;
+    }
+    this.deliver(msgs);
   }
 
   /** Frames decoded from one read, collected; connection frames at once. */
@@ -483,7 +490,7 @@ export class Server {
       try {
         asCallback(deliver, session, msgs[i]);
       } catch (err) {
-        setImmediate(() => this.deliver(msgs, i + 1));
+        setImmediate(checkPhase(() => this.deliver(msgs, i + 1)));
         throw err;
       }
     }

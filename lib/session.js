@@ -28,7 +28,7 @@ import {
 } from './protocol.js';
 import { ChildReadable, ChildWritable, DROP_LINGER_MS } from './streams.js';
 import { signalName } from './options.js';
-import { asCallback, closePhase, joinCohort, leaveCohort } from './delivery.js';
+import { asCallback, checkPhase, closePhase, joinCohort, leaveCohort } from './delivery.js';
 
 const HOLD_CLOSE_MS = 5;
 
@@ -132,7 +132,7 @@ export class Session {
   defer(msg) {
     if (this.deferred === null) {
       this.deferred = [];
-      const flush = () => this.flushDeferred();
+      const flush = checkPhase(() => this.flushDeferred());
       setImmediate(this.directFresh ? () => setImmediate(flush) : flush);
     }
     this.deferred.push(msg);
@@ -150,7 +150,7 @@ export class Session {
         // The rest in a later callback, as Server.deliver does.
         this.deferred = msgs.slice(i + 1).concat(this.deferred ?? []);
         if (this.deferred.length === 0) this.deferred = null;
-        else setImmediate(() => this.flushDeferred());
+        else setImmediate(checkPhase(() => this.flushDeferred()));
         throw err;
       }
     }
