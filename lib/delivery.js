@@ -124,13 +124,14 @@ function release(c) {
   if (c.parked.length === 0) c.holding = false;
   else if (!c.flushing) {
     c.flushing = true;
-    setImmediate(checkPhase(() => flushParked(c, 0)));
+    setImmediate(checkPhase(() => flushParked(c)));
   }
 }
 
 /**
  * The cohort a child spawned now belongs to; `deliver(session, msg)` hands
- * on a parked frame (pushed as session, msg onto `parked`).
+ * on a parked frame (pushed as session, msg onto `parked`); a frame left
+ * when a listener throws waits with its session (`session.defer(msg)`).
  */
 export function joinCohort(deliver) {
   if (cohort === null) {
@@ -147,18 +148,19 @@ export function leaveCohort(c) {
   if (--c.pending === 0) release(c);
 }
 
-function flushParked(c, from) {
+function flushParked(c) {
   // No frame can arrive while this runs: none is parked behind these.
   c.holding = false;
   const parked = c.parked;
-  for (let i = from; i < parked.length; i += 2) {
+  c.parked = [];
+  c.flushing = false;
+  for (let i = 0; i < parked.length; i += 2) {
     try {
       asCallback(c.deliver, parked[i], parked[i + 1]);
     } catch (err) {
-      setImmediate(checkPhase(() => flushParked(c, i + 2)));
+      // The rest go ahead of what their sessions receive from now on.
+      for (let j = i + 2; j < parked.length; j += 2) parked[j].defer(parked[j + 1]);
       throw err;
     }
   }
-  c.parked = [];
-  c.flushing = false;
 }

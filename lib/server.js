@@ -6,7 +6,7 @@ import { closeSync, readSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { isMainThread } from 'node:worker_threads';
 import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER } from './protocol.js';
-import { asCallback, checkPhase, closeOverdue } from './delivery.js';
+import { asCallback, closeOverdue } from './delivery.js';
 import { debug } from './observe.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
@@ -432,7 +432,7 @@ export class Server {
     try {
       closeOverdue();
     } catch (err) {
-      setImmediate(() => this.deliver(msgs));
+      this.postpone(msgs, 0);
       throw err;
     }
     this.deliver(msgs);
@@ -474,10 +474,10 @@ export class Server {
   /**
    * Delivers each frame as its own callback. A listener that throws
    * surfaces as it would under Node; the frames after it are delivered in
-   * a later callback.
+   * a later callback (postpone).
    */
-  deliver(msgs, from = 0) {
-    for (let i = from; i < msgs.length; i++) {
+  deliver(msgs) {
+    for (let i = 0; i < msgs.length; i++) {
       const session = this.sessions.get(msgs[i].id);
       if (session === undefined) {
         if (msgs[i].handle !== undefined) closeSync(msgs[i].handle);
@@ -490,9 +490,22 @@ export class Server {
       try {
         asCallback(deliver, session, msgs[i]);
       } catch (err) {
-        setImmediate(checkPhase(() => this.deliver(msgs, i + 1)));
+        this.postpone(msgs, i + 1);
         throw err;
       }
+    }
+  }
+
+  /**
+   * Frames from `from` on wait with their sessions (Session.defer): the
+   * next read's frames for a session queue behind them, and a server that
+   * dies meanwhile does not lose them (Session.lost delivers them first).
+   */
+  postpone(msgs, from) {
+    for (let i = from; i < msgs.length; i++) {
+      const session = this.sessions.get(msgs[i].id);
+      if (session !== undefined) session.defer(msgs[i]);
+      else if (msgs[i].handle !== undefined) closeSync(msgs[i].handle);
     }
   }
 

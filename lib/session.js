@@ -123,7 +123,8 @@ export class Session {
    * readable; a frame delivered in the check phase comes after the reads
    * of the same iteration, so the handed-over pipe's bytes come first.
    * A pipe handed over in this iteration is first polled in the next one:
-   * then the frames wait for that iteration's check phase.
+   * then the frames wait for that iteration's check phase. Frames also
+   * wait behind those a throwing listener left (Server.postpone).
    */
   deferring() {
     return this.deferred !== null || this.streams[1]?._reading() === true || this.streams[2]?._reading() === true;

@@ -86,6 +86,21 @@ test("a throwing listener on one orphan doesn't keep its siblings from learning 
   });
 });
 
+test('a listener that throws while more output waits in the socket: every byte in order and the real exit, as under Node, also when the server died meanwhile', () => {
+  // The frames after the throw waited for a later callback, but the next
+  // reads' frames went first: output came out of order and was cut at an
+  // EOF delivered ahead of it; a server dying meanwhile dropped them all.
+  const run = (...args) => {
+    const r = nodeCp.spawnSync(process.execPath, [script('throw-midbatch.js'), ...args], { encoding: 'utf8', timeout: 20_000 });
+    return JSON.parse(r.stdout);
+  };
+  const node = run('node');
+  assert.deepEqual(node, { results: Array(3).fill([7, null, true, true]), thrown: 3 });
+  assert.deepEqual(run('spawnpool'), node);
+  assert.deepEqual(run('spawnpool', 'kill'), node);
+  assert.deepEqual(run('pidless', 'kill'), node);
+});
+
 test('close() settles when a busy server dies while the pool drains', async () => {
   const pool = createPool({ size: 1 });
   const child = pool.spawn('sleep', ['5']);

@@ -204,3 +204,38 @@ test('a parked child that cannot exec: SPAWN_ERROR is its last frame, Node\'s er
   assert.deepEqual(events.map((e) => e[0]), ['error', 'close']);
   assert.equal(events[0][1], 'ENOENT');
 });
+
+test('children spawned together, a listener throws on a frame held for the cohort: the rest go ahead of later frames, in order', async () => {
+  // Frames the cohort held are delivered one callback each; when one
+  // throws, the rest waited for a later callback while newer frames of the
+  // same child (which no longer wait) went first: output out of order.
+  const a = make();
+  const b = make();
+  attachPidless(a.session, fakeLink(), 1);
+  attachPidless(b.session, fakeLink(), 2);
+  // As Server.deliver hands a frame on.
+  const feed = (session, msg) => (session.deferring() ? session.defer(msg) : session.onMessage(msg));
+  let out = '';
+  a.child.stdout.on('data', (d) => {
+    out += d;
+    if (out === 'a1') throw new Error('listener');
+  });
+  const thrown = [];
+  const runner = process.rawListeners('uncaughtException');
+  process.removeAllListeners('uncaughtException');
+  process.on('uncaughtException', (err) => thrown.push(err.message));
+  try {
+    feed(a.session, { type: T.SPAWNED, pid: 11 });
+    feed(a.session, { type: T.DATA, fd: 1, data: Buffer.from('a1') });
+    feed(a.session, { type: T.DATA, fd: 1, data: Buffer.from('a2') });
+    feed(b.session, { type: T.SPAWNED, pid: 12 });
+    await new Promise((r) => setImmediate(r));
+    feed(a.session, { type: T.DATA, fd: 1, data: Buffer.from('a3') });
+    await settle();
+  } finally {
+    process.removeAllListeners('uncaughtException');
+    for (const l of runner) process.on('uncaughtException', l);
+  }
+  assert.deepEqual(thrown, ['listener']);
+  assert.equal(out, 'a1a2a3');
+});
