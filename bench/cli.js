@@ -115,7 +115,7 @@ async function main() {
         const r = results.http.raw[c.id];
         const runs = r?.runs[w.id] ?? [];
         return {
-          id: c.id, label: c.label, skip: c.skip, unavailable: r?.unavailable ?? null,
+          id: c.id, label: c.label, reference: c.reference === true, skip: c.skip, unavailable: r?.unavailable ?? null,
           summary: c.skip || r?.unavailable ? null : summarize(runs),
           firstError: runs.map((x) => x.firstError).find(Boolean) ?? null,
         };

@@ -16,6 +16,7 @@ export const CONTENDERS = [
   { id: 'rust', label: 'Rust tokio + hyper', what: 'bench/rust: hyper 1.x on tokio, tokio::process child, stdout streamed as the body' },
   { id: 'bun', label: 'Bun, baseline code', what: 'the Node baseline server file run by Bun (BUN, bun on PATH, or the devDependency)' },
   { id: 'deno', label: 'Deno, baseline code', what: 'the Node baseline server file run by Deno (DENO, deno on PATH, or the devDependency)' },
+  { id: 'node-floor', label: 'Node http alone, no child (reference)', what: 'the baseline server with each child replaced by its output from memory, 64 KiB per loop turn: what node:http and the pipe cost without spawning', reference: true },
 ];
 
 /**
@@ -35,6 +36,7 @@ export function commandFor(id, { benchDir, tools, builds }) {
     case 'fork-bun':
       return tools.bun ? { cmd: node, args: [srv('fork-pool.js')], after: ['buffered', tools.bun.path] } : { skip: 'bun not found (set BUN=/path/to/bun or put bun on PATH)' };
     case 'spawnpool': return { cmd: node, args: [srv('spawnpool.js')] };
+    case 'node-floor': return { cmd: node, args: [srv('node-floor.js')] };
     case 'cluster-spawnpool': return { cmd: node, args: [srv('spawnpool-cluster.js')] };
     case 'go': return built('go-server', 'Go server');
     case 'rust': return built('rust-server', 'Rust server');

@@ -82,7 +82,9 @@ function httpTable(results, w) {
     const errs = s.errors + s.non2xx + s.bodyErrors;
     if (errs) notes.push(`${c.label}: ${errs} error(s) — ${c.firstError}`);
     const spread = s.okRounds > 1 ? ` <sub>${fmtNum(s.rpsMin)}–${fmtNum(s.rpsMax)}</sub>` : '';
-    lines.push(row([name, `${fmtNum(s.rps)}${spread}`, fmtNum(s.p50, 1), fmtNum(s.p99, 1), fmtRatio(ratio(s.rps, node)), fmtRatio(ratio(s.rps, go)), fmtRatio(ratio(s.rps, rust)), errs ? `**${errs}**` : '0']));
+    // A reference spawns nothing: its rate is no contender's.
+    const vs = (base) => (c.reference ? '–' : fmtRatio(ratio(s.rps, base)));
+    lines.push(row([name, `${fmtNum(s.rps)}${spread}`, fmtNum(s.p50, 1), fmtNum(s.p99, 1), vs(node), vs(go), vs(rust), errs ? `**${errs}**` : '0']));
   }
   return { lines, notes };
 }
@@ -215,7 +217,7 @@ function httpPanels(results) {
   return results.http.workloads.filter((w) => results.http.summary[w.id]).map((w) => ({
     title: `${w.title} per request · req/s (median of ${results.config.rounds})`,
     unit: 'req/s',
-    bars: results.http.summary[w.id].map((c) => ({
+    bars: results.http.summary[w.id].filter((c) => !c.reference).map((c) => ({
       id: c.id,
       label: c.label,
       value: c.summary?.rps ?? null,

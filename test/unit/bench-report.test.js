@@ -109,6 +109,20 @@ test('renderMarkdown: one table per workload with ratios vs Node, Go and Rust', 
   assert.match(md, /\| echo: spawnpool ≥ 1\.1x Go \| 1\.20x \| met \|/);
 });
 
+test('a reference (Node http alone) gets no ratios and no bar, but its CPU budget row', () => {
+  const r = fakeResults();
+  for (const w of ['echo', 'cat']) {
+    r.http.summary[w].push({ id: 'node-floor', label: 'Node http alone', reference: true,
+      summary: { ...r.http.summary[w][0].summary, rps: 9000, rpsMin: 9000, rpsMax: 9000, budget: { main: 40, threads: 25, helpers: 0, servers: 0, children: 0, total: 65, loadgen: 30, switches: 0.3 } } });
+  }
+  r.targets = computeTargets(r);
+  const md = renderMarkdown(r);
+  assert.match(md, /\| Node http alone \| 9,000 <sub>9,000–9,000<\/sub> \| 10\.0 \| 20\.0 \| – \| – \| – \| 0 \|/);
+  assert.match(md, /\| Node http alone \| 40 \| 25 \| 0 \| 0 \| 0 \| 65 \| 30 \| 0\.3 \| 25,000 req\/s \|/);
+  for (const panel of chartPanels(r).slice(0, 2)) assert.ok(!panel.bars.some((b) => b.id === 'node-floor'), panel.title);
+  assert.deepEqual(computeTargets(r).map((t) => t.value), computeTargets(fakeResults()).map((t) => t.value));
+});
+
 test('summarizeMicro: an unavailable spawnpool yields nulls and its reason, never a crash', () => {
   const why = 'spawnpool not built (x)';
   const m = summarizeMicro({
