@@ -31,6 +31,10 @@ export class NodeLink {
     this.send(frame);
   }
 
+  sendNow(frame) {
+    this.send(frame);
+  }
+
   send(frame) {
     const msg = decodeFrame(frame, 0, frame.length);
     const streams = this.child?.stdio ?? [];

@@ -285,6 +285,16 @@ export class Server {
   }
 
   /**
+   * Queues a frame and writes the queue now, as a syscall of Node's would
+   * act before it returns (a kill): a process that dies right after (a
+   * signal handler re-raising its signal) must not take it along.
+   */
+  sendNow(frame) {
+    this.send(frame);
+    if (!this.gone) this.flushWithin(SPAWN_WRITE_MS);
+  }
+
+  /**
    * Writes the queue now, synchronously: what the socket takes is in the
    * kernel when this returns. What it does not take (the server is behind)
    * is retried shortly; frames keep their order.

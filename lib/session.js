@@ -447,6 +447,8 @@ export class Session {
 
   kill(signal) {
     if (this.state === SPAWNING) this.killSignal = signal;
-    this.send(encodeKill(this.id, signal));
+    // In the kernel before kill() returns, as Node's kill(2) (signal-exit,
+    // execa's cleanup, kills its children and re-raises the signal at once).
+    this.link?.sendNow(encodeKill(this.id, signal));
   }
 }

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import * as nodeCp from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool } from '../../lib/index.js';
 import { Server } from '../../lib/server.js';
 
@@ -99,6 +101,35 @@ test('a listener that throws while more output waits in the socket: every byte i
   assert.deepEqual(run('spawnpool'), node);
   assert.deepEqual(run('spawnpool', 'kill'), node);
   assert.deepEqual(run('pidless', 'kill'), node);
+});
+
+test("kill() then death by a re-raised signal (signal-exit, execa's cleanup): the child gets the signal, as under Node", async () => {
+  // The KILL frame waited for the next tick, which never came: the child
+  // outlived the application.
+  const dead = (pid) => {
+    try {
+      return /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    } catch {
+      return true;
+    }
+  };
+  const outcome = {};
+  for (const impl of ['node', 'spawnpool']) {
+    const parent = nodeCp.spawn(process.execPath, [script('kill-then-die.js'), impl], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [line] = await once(parent.stdout, 'data');
+    const pid = Number(String(line).trim());
+    parent.kill('SIGTERM');
+    const [, signal] = await once(parent, 'exit');
+    let waited = 0;
+    while (!dead(pid) && waited < 2000) {
+      await sleep(50);
+      waited += 50;
+    }
+    if (!dead(pid)) process.kill(pid, 'SIGKILL');
+    outcome[impl] = { signal, childDead: waited < 2000 };
+  }
+  assert.deepEqual(outcome.spawnpool, outcome.node);
+  assert.deepEqual(outcome.node, { signal: 'SIGTERM', childDead: true });
 });
 
 test('close() settles when a busy server dies while the pool drains', async () => {

@@ -16,6 +16,7 @@ function fakeLink() {
     released: [],
     send(frame) { this.frames.push(decodeFrame(frame, 0, frame.length)); },
     sendLazy(frame) { this.send(frame); },
+    sendNow(frame) { this.send(frame); },
     ref() { this.refs++; },
     unref() { this.refs--; },
     release(id) { this.released.push(id); },
