@@ -145,11 +145,16 @@ export class Server {
     if (this.proc !== null && !this.detached) this.proc.unref();
     this.socket.unref();
     this.feed?.unref();
-    this.handshakeTimer = setTimeout(() => {
+    // Judged after a poll phase: timers run first in an iteration, so after
+    // a loop blocked that long (a burst of spawns taking parked pids, a
+    // long synchronous task) the hello may be waiting, unread, and the
+    // children of those pids running.
+    this.handshakeTimer = setTimeout(() => setImmediate(() => {
+      if (this.ready || this.dead) return;
       this.die(new Error(`no handshake within ${HANDSHAKE_TIMEOUT_MS} ms`));
       if (this.proc !== null) this.proc.kill('SIGKILL');
       else if (this.exitStatus === null) process.kill(this.pid, 'SIGKILL');
-    }, HANDSHAKE_TIMEOUT_MS).unref();
+    }).unref(), HANDSHAKE_TIMEOUT_MS).unref();
     live.add(this);
     this.send(encodeHello(this.parks ? parked : 0));
     this.flush();

@@ -132,6 +132,24 @@ test("kill() then death by a re-raised signal (signal-exit, execa's cleanup): th
   assert.deepEqual(outcome.node, { signal: 'SIGTERM', childDead: true });
 });
 
+test('a loop blocked past the handshake timeout right after the first spawn: the child runs to its end, no server is taken for dead', { timeout: 30_000 }, async () => {
+  // Timers run before the poll phase: the hello waited unread while the
+  // handshake timer declared the server dead and its running child lost
+  // (SIGKILL). Found with 100 spawns at once on a loaded machine.
+  const pool = createPool({ size: 1 });
+  try {
+    const child = pool.spawn('sh', ['-c', 'sleep 0.2; echo ok']);
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    const end = Date.now() + 5_500;
+    while (Date.now() < end);
+    const [code, signal] = await once(child, 'close');
+    assert.deepEqual({ code, signal, out, lost: pool.stats().lost, restarts: pool.stats().restarts }, { code: 0, signal: null, out: 'ok\n', lost: 0, restarts: 0 });
+  } finally {
+    await pool.close();
+  }
+});
+
 test('close() settles when a busy server dies while the pool drains', async () => {
   const pool = createPool({ size: 1 });
   const child = pool.spawn('sleep', ['5']);
