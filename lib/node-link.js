@@ -27,10 +27,6 @@ export class NodeLink {
     if (this.session !== null) asCallback(deliver, this.session, { id: this.session.id, ...msg });
   }
 
-  sendLazy(frame) {
-    this.send(frame);
-  }
-
   sendNow(frame) {
     this.send(frame);
   }

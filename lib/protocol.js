@@ -3,7 +3,7 @@
 // frames, however the stream is split.
 import { lastFrozen } from './frozen-memo.js';
 
-export const VERSION = 3;
+export const VERSION = 4;
 export const MAX_FRAME = 16 * 1024 * 1024;
 export const HEADER = 9;
 export const STDIN_WINDOW = 65536;

@@ -24,7 +24,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { closeSync } from 'node:fs';
 import { constants } from 'node:os';
 import {
-  T, STDIO_PIPE, encodeCredit, encodeReap, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
+  T, STDIO_PIPE, encodeCredit, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
 } from './protocol.js';
 import { ChildReadable, ChildWritable, DROP_LINGER_MS } from './streams.js';
 import { signalName } from './options.js';
@@ -274,11 +274,10 @@ export class Session {
   /** The child exited (or was lost with its server: code null, 'SIGKILL'). */
   exit(code, signal) {
     if (!this.alive) return;
-    // Node reaps the child just before 'exit': until this REAP the server
-    // keeps it a zombie, so that its pid names no other process.
-    if (this.link !== null) this.link.sendLazy(encodeReap(this.id));
+    // The server reaped the child when it sent the exit, as libuv reaps
+    // just before Node's 'exit'.
     this.state = EXITED;
-    // The server closed stdin at reap: bytes still in flight never arrive.
+    // The server closed stdin at the exit: bytes still in flight never arrive.
     if (this.wire[0]) {
       this.wire[0] = false;
       this.streams[0]._failed(EPIPE);

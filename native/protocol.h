@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 enum {
-	SP_VERSION = 3,
+	SP_VERSION = 4,
 	SP_HDR = 9,                    /* len + type + id */
 	SP_MAX_FRAME = 16 * 1024 * 1024,
 	SP_STDIN_WINDOW = 65536,

@@ -48,11 +48,8 @@ class Conn {
     this.frames = [];
     this.wake = null;
     this.nextId = 1;
-    this.reap = true;
     this.exit = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({ code, signal })));
     const decoder = new P.Decoder((m) => {
-      // As the library does once it has delivered 'exit': the zombie may go.
-      if (m.type === P.T.EXIT && this.reap) this.send(P.encodeReap(m.id));
       this.frames.push(m);
       this.wake?.();
     });
@@ -146,9 +143,9 @@ class Conn {
 const shared = new Conn();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-test('handshake: HELLO answers version 3, the server pid, and no parked children without a feed on fd 4', async () => {
+test('handshake: HELLO answers version 4, the server pid, and no parked children without a feed on fd 4', async () => {
   const h = await shared.frame((m) => m.type === P.T.S_HELLO);
-  assert.equal(h.version, 3);
+  assert.equal(h.version, 4);
   assert.equal(h.pid, shared.proc.pid);
   assert.equal(h.parked, 0);
 });
@@ -390,7 +387,7 @@ test('DETACHED makes a new session; SET_UID/SET_GID drop privileges', async (t) 
 });
 
 test('1,000 sequential and 64-concurrent spawns: no zombies, no fd leaks, small RSS', async () => {
-  // Earlier tests' last children may still wait for their REAP (a pidfd each).
+  // Earlier tests' last children may still be on their way out (a pidfd each).
   for (let waited = 0; shared.zombies().length > 0 && waited < 2000; waited += 20) await sleep(20);
   await sleep(50);
   const fds = shared.fdCount();
@@ -408,7 +405,7 @@ test('1,000 sequential and 64-concurrent spawns: no zombies, no fd leaks, small 
     }
   };
   await Promise.all(Array.from({ length: 64 }, worker));
-  // Each child stays a zombie until its REAP, sent as its EXIT was read.
+  // Each child is reaped before its EXIT is sent.
   for (let waited = 0; shared.zombies().length > 0 && waited < 2000; waited += 20) await sleep(20);
   assert.deepEqual(shared.zombies(), []);
   assert.equal(shared.fdCount(), fds);
@@ -473,19 +470,25 @@ test('protocol errors: FATAL then exit 3; wrong version: HELLO then exit 2', asy
   // is the contract here.
   await flood.frame((m) => m.type === P.T.FATAL).catch((err) => assert.match(err.message, /socket closed/));
   assert.equal((await flood.exit).code, 3);
-  const v4 = new Conn({ hello: false });
-  v4.send(P.encodeHello(4, 4));
-  assert.equal((await v4.frame((m) => m.type === P.T.S_HELLO)).version, 3);
-  assert.equal((await v4.exit).code, 2);
-  // Version 2 had no handover: its client's HELLO is refused the same way.
+  const v5 = new Conn({ hello: false });
+  v5.send(P.encodeHello(4, 5));
+  assert.equal((await v5.frame((m) => m.type === P.T.S_HELLO)).version, 4);
+  assert.equal((await v5.exit).code, 2);
+  // Version 3 kept exited children for the client's REAP, which version 4
+  // clients never send: its client's HELLO is refused the same way.
+  const v3 = new Conn({ hello: false });
+  v3.send(P.encodeHello(4, 3));
+  assert.equal((await v3.frame((m) => m.type === P.T.S_HELLO)).version, 4);
+  assert.equal((await v3.exit).code, 2);
+  // Version 2 had no handover either.
   const v2 = new Conn({ hello: false });
   v2.send(P.encodeHello(4, 2));
-  assert.equal((await v2.frame((m) => m.type === P.T.S_HELLO)).version, 3);
+  assert.equal((await v2.frame((m) => m.type === P.T.S_HELLO)).version, 4);
   assert.equal((await v2.exit).code, 2);
   // Version 1's HELLO had no parked count: still answered, with our version.
   const v1 = new Conn({ hello: false });
   v1.send(Buffer.from([9, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0]));
-  assert.equal((await v1.frame((m) => m.type === P.T.S_HELLO)).version, 3);
+  assert.equal((await v1.frame((m) => m.type === P.T.S_HELLO)).version, 4);
   assert.equal((await v1.exit).code, 2);
 });
 
@@ -624,10 +627,9 @@ test('parked: 32 asked, 32 parked and 4 session leaders (a quarter, at most 4)',
   await c.exit;
 });
 
-test('parked: a SPAWN names a pid, the program runs as that pid (no SPAWNED), a replacement is announced, the zombie waits for REAP', async () => {
+test('parked: a SPAWN names a pid, the program runs as that pid (no SPAWNED), a replacement is announced, the child is reaped before its EXIT; a REAP is ignored', async () => {
   const c = new Conn({ parked: 1 });
   const pid = await c.parkedPid();
-  c.reap = false;
   const id = c.spawnParked(pid, ['sh', '-c', 'echo $$; echo err >&2']);
   const r = await c.collect(id);
   assert.equal(r.out.toString(), `${pid}\n`);
@@ -635,10 +637,9 @@ test('parked: a SPAWN names a pid, the program runs as that pid (no SPAWNED), a 
   assert.deepEqual(r.exit, [0, 0]);
   assert.ok(!r.frames.some((f) => f.type === P.T.SPAWNED));
   assert.notEqual(await c.parkedPid(), pid, 'a new parked child replaces it');
-  assert.equal(procStat(pid)?.state, 'Z', 'a zombie until REAP: the pid names no other process');
+  assert.equal(procStat(pid), null, 'reaped when its EXIT was sent, as libuv reaps before Node\'s \'exit\'');
   c.send(P.encodeReap(id));
-  for (let i = 0; i < 100 && procStat(pid) !== null; i++) await sleep(10);
-  assert.equal(procStat(pid), null);
+  assert.deepEqual((await c.run(['echo', 'still'])).out.toString(), 'still\n', 'a REAP (of protocol 2 and 3) is ignored');
   c.close();
   await c.exit;
 });

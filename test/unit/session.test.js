@@ -15,7 +15,6 @@ function fakeLink() {
     refs: 0,
     released: [],
     send(frame) { this.frames.push(decodeFrame(frame, 0, frame.length)); },
-    sendLazy(frame) { this.send(frame); },
     sendNow(frame) { this.send(frame); },
     ref() { this.refs++; },
     unref() { this.refs--; },
