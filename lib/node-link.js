@@ -27,6 +27,10 @@ export class NodeLink {
     if (this.session !== null) asCallback(deliver, this.session, { id: this.session.id, ...msg });
   }
 
+  sendLazy(frame) {
+    this.send(frame);
+  }
+
   sendNow(frame) {
     this.send(frame);
   }

@@ -11,7 +11,7 @@ export const STDIN_WINDOW = 65536;
 export const T = Object.freeze({
   HELLO: 0x01, SPAWN: 0x02, STDIN: 0x03, STDIN_END: 0x04, KILL: 0x05, CREDIT: 0x06, CLOSE: 0x07, REAP: 0x08,
   S_HELLO: 0x41, SPAWNED: 0x42, SPAWN_ERROR: 0x43, DATA: 0x44, END: 0x45, WROTE: 0x46,
-  EXIT: 0x47, KILL_ERROR: 0x48, HANDED: 0x49, FATAL: 0x4f,
+  EXIT: 0x47, KILL_ERROR: 0x48, HANDED: 0x49, REAPED: 0x4a, FATAL: 0x4f,
 });
 
 /** On the pid feed (fd 4): a pid with this bit set was parked as a session leader. */
@@ -96,6 +96,7 @@ export const encodeWrote = (id, bytes) => u32Frame(T.WROTE, id, bytes);
 export const encodeExit = (id, code, signal) => i32Frame(T.EXIT, id, code, signal);
 export const encodeKillError = (id, errno) => i32Frame(T.KILL_ERROR, id, errno);
 export const encodeHanded = (id, fd) => bytesFrame(T.HANDED, id, fd, Buffer.alloc(0));
+export const encodeReaped = (id) => header(T.REAPED, id, 0);
 export const encodeFatal = (message) => strFrame(T.FATAL, 0, [], message);
 
 /**
@@ -236,6 +237,7 @@ const payloadDecoders = {
   [T.EXIT]: (r, m) => { m.code = r.i32(); m.signal = r.i32(); },
   [T.KILL_ERROR]: (r, m) => { m.errno = r.i32(); },
   [T.HANDED]: (r, m) => { m.fd = fdField(r, [1, 2]); },
+  [T.REAPED]: () => {},
   [T.FATAL]: (r, m) => { m.message = r.str(); },
 };
 

@@ -109,7 +109,13 @@ export class Server {
     this.batch = [];
     this.decoder = new Decoder((msg) => this.collect(msg));
     this.flushNow = () => this.flush();
+    this.lazy = false;            // a check-phase flush is scheduled
+    this.flushLazy = () => {
+      this.lazy = false;
+      if (!this.queued) this.flush();
+    };
     this.retryTimer = null;
+    this.reaps = true;            // a child's EXIT waits for REAPED (protocol 4)
     this.fd = -1;                 // the socket, written with writeSync
     this.proc = null;             // the ChildProcess, when node:child_process started it
     this.watchExit = null;        // started by the launch addon: waits for its exit
@@ -259,6 +265,19 @@ export class Server {
 
   get inFlight() {
     return this.sessions.size;
+  }
+
+  /**
+   * Queues a frame that may wait for the loop's check phase (a REAP): the
+   * REAPs of one read, and whatever SPAWN leaves first, share one write.
+   */
+  sendLazy(frame) {
+    if (this.gone) return;
+    this.queue.push(frame);
+    if (!this.queued && !this.lazy) {
+      this.lazy = true;
+      setImmediate(this.flushLazy).unref();
+    }
   }
 
   /** Queues a frame; all frames of one tick leave in one write. */

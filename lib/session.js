@@ -24,7 +24,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { closeSync } from 'node:fs';
 import { constants } from 'node:os';
 import {
-  T, STDIO_PIPE, encodeCredit, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
+  T, STDIO_PIPE, encodeCredit, encodeReap, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
 } from './protocol.js';
 import { ChildReadable, ChildWritable, DROP_LINGER_MS } from './streams.js';
 import { signalName } from './options.js';
@@ -68,6 +68,7 @@ export class Session {
     this.held = false;
     this.stdinEnded = false;
     this.killSignal = -1;
+    this.exitStatus = null;      // [code, signal] of an EXIT whose REAPED is awaited
     this.heldCloses = null;
     this.deferred = null;        // frames waiting for handed-over pipes (defer())
     this.directFresh = false;    // one was handed over in this loop iteration
@@ -192,9 +193,23 @@ export class Session {
         // A signal Node has no name for reads as a plain exit with code 0,
         // as libuv reports it (exit_status 0, signal name "").
         const name = msg.signal === 0 ? null : signalName(msg.signal) ?? null;
-        this.exit(name === null ? Math.max(msg.code, 0) : null, name);
+        const code = name === null ? Math.max(msg.code, 0) : null;
+        if (this.link?.reaps !== true) {
+          this.exit(code, name);
+          break;
+        }
+        // Node reaps the child right before 'exit': until then its pid
+        // names the zombie (a kill(pid) never reaches another process),
+        // and from 'exit' on nothing. The server reaps on REAP and answers
+        // REAPED, which brings 'exit'.
+        if (this.exitStatus !== null || !this.alive) break;
+        this.exitStatus = [code, name];
+        this.link.sendLazy(encodeReap(this.id));
         break;
       }
+      case T.REAPED:
+        if (this.exitStatus !== null) this.exit(this.exitStatus[0], this.exitStatus[1]);
+        break;
       case T.SPAWN_ERROR:
         if (this.state === RUNNING) this.execFailed(msg.errno);
         else this.spawnFailed(msg.errno);
@@ -274,10 +289,9 @@ export class Session {
   /** The child exited (or was lost with its server: code null, 'SIGKILL'). */
   exit(code, signal) {
     if (!this.alive) return;
-    // The server reaped the child when it sent the exit, as libuv reaps
-    // just before Node's 'exit'.
+    this.exitStatus = null;
     this.state = EXITED;
-    // The server closed stdin at the exit: bytes still in flight never arrive.
+    // The server closed stdin at reap: bytes still in flight never arrive.
     if (this.wire[0]) {
       this.wire[0] = false;
       this.streams[0]._failed(EPIPE);
@@ -350,12 +364,16 @@ export class Session {
         else process.nextTick(() => { throw err; });
       }
     }
-    if (this.state === RUNNING && this.pid > 0) {
+    // An exit the server reported stands (its zombie is init's to reap now).
+    if (this.state === RUNNING && this.pid > 0 && this.exitStatus === null) {
       try { process.kill(this.pid, SIGKILL); } catch { /* gone already */ }
     }
     // Handed-over pipes too: a grandchild may hold one open for ever.
     for (const fd of [1, 2]) this.onEnd(fd, 0);
-    if (this.state === RUNNING) this.exit(null, 'SIGKILL');
+    if (this.state === RUNNING) {
+      if (this.exitStatus !== null) this.exit(this.exitStatus[0], this.exitStatus[1]);
+      else this.exit(null, 'SIGKILL');
+    }
     this.release();
     if (thrown !== null) throw thrown.err;
   }

@@ -23,6 +23,9 @@
 #define OWNER(ptr, member) \
 	((struct child *)(void *)((char *)(ptr) - offsetof(struct child, member)))
 
+static void child_release_pid(struct child *c);
+static void send_reaped(uint32_t id);
+
 static struct child *free_list;   /* recycled, never freed (see child.h) */
 static struct child *dead_list;   /* forgotten during this iteration */
 
@@ -69,8 +72,8 @@ static void abandon(struct spawn_out *o)
 
 /* Registers the pidfd (a parked child's is registered already: it is
  * pointed at c) and the stdout/stderr pipes. 0 or -errno. The pidfd
- * reports once: the exit, so no removal is needed at exit, and the close
- * at reap ends it. */
+ * reports once: the exit (the zombie stays readable until REAP), so no
+ * removal is needed at exit, and the close at reap ends it. */
 static int watch_child(struct child *c, const struct spawn_out *o, int parked)
 {
 	int r = parked ? loop_mod(o->pidfd, LOOP_READABLE | LOOP_ONCE, &c->pw)
@@ -81,18 +84,6 @@ static int watch_child(struct child *c, const struct spawn_out *o, int parked)
 			r = loop_add(o->fds[i], LOOP_READABLE | LOOP_HANGUP | LOOP_EDGE,
 				     &c->out[i - 1].w);
 	return r;
-}
-
-/* Reaps an exited child by its pidfd, which it closes (that also takes
- * it out of the loop): its pid is free from now on. */
-static void reap_pidfd(int pidfd)
-{
-	siginfo_t si;
-
-	while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG) < 0 &&
-	       errno == EINTR)
-		;
-	close(pidfd);
 }
 
 /* A SPAWN for a parked child that died before it came (killed by someone):
@@ -149,12 +140,16 @@ static void child_spawn(const struct sp_msg *m)
 	else
 		r = spawn_start(m, &o, &syscall);
 	if (m->pid && (r == -ESRCH || r == -ECHILD) && !syscall) {
-		/* Died while parked (its zombie kept the pid it was announced
-		 * with): reaped now, as any child at its exit. */
-		if (r == -ECHILD)
-			reap_pidfd(o.pidfd);
-		c->next = free_list;
-		free_list = c;
+		if (r == -ECHILD) {
+			/* Died while parked: its zombie waits for REAP, as
+			 * any child's does. */
+			child_init_from(c, m, &o);
+			c->exited = 1;
+			idmap_put(c->id, c);
+		} else {
+			c->next = free_list;
+			free_list = c;
+		}
 		answer_gone(m);
 		return;
 	}
@@ -221,6 +216,8 @@ void child_dispatch(const struct sp_msg *m)
 	if (!(c = idmap_get(m->id))) {
 		if (m->type == SP_STDIN)
 			stdin_refuse(m->id);
+		else if (m->type == SP_REAP)
+			send_reaped(m->id);     /* a pid never announced: nothing to reap */
 		return;
 	}
 	switch (m->type) {
@@ -229,7 +226,7 @@ void child_dispatch(const struct sp_msg *m)
 	case SP_KILL: child_kill(c, m->signal); break;
 	case SP_CREDIT: stream_credit(&c->out[m->fd - 1], m->bytes); break;
 	case SP_CLOSE: child_close(c, m->fd); break;
-	case SP_REAP: break;    /* reaped at its exit already (protocol.md) */
+	case SP_REAP: child_release_pid(c); break;
 	default: break;
 	}
 }
@@ -245,10 +242,43 @@ static void exit_status(const siginfo_t *si, int32_t *code, int32_t *sig)
 	}
 }
 
-/* The pidfd is readable: the child exited. It is reaped at once, as libuv
- * reaps right before Node emits 'exit': by 'exit' its pid names nothing
- * (a pidfd, never the pid, carries later signals: none can reach a
- * process that reused it). The stdio is wound up and EXIT sent. */
+/* Reaps an exited child: its pid is free from now on. */
+static void reap_now(struct child *c)
+{
+	siginfo_t si;
+
+	while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG) < 0 &&
+	       errno == EINTR)
+		;
+	close(c->pidfd);        /* also leaves the loop */
+	c->pidfd = -1;
+}
+
+static void send_reaped(uint32_t id)
+{
+	struct sp_msg m = { .type = SP_REAPED, .id = id };
+
+	conn_send(&m);
+}
+
+/* The client's REAP, sent when it read the EXIT: the child is reaped and
+ * REAPED answers, upon which the client emits 'exit', as Node reaps just
+ * before emitting it. Until then the child stays a zombie, so its pid names
+ * no other process while the client may still signal it; from 'exit' on
+ * it names nothing. */
+static void child_release_pid(struct child *c)
+{
+	uint32_t id = c->id;
+
+	if (c->pidfd >= 0 && c->exited) {
+		reap_now(c);
+		child_maybe_forget(c);
+	}
+	send_reaped(id);
+}
+
+/* The pidfd is readable: the child exited. Its status is read without
+ * reaping it (see child_release_pid); the stdio is wound up and EXIT sent. */
 static void child_reap(struct child *c)
 {
 	struct sp_msg m = { .type = SP_EXIT, .id = c->id };
@@ -259,7 +289,8 @@ static void child_reap(struct child *c)
 		return;
 	si.si_pid = 0;
 	do
-		r = waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG);
+		r = waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si,
+			   WEXITED | WNOHANG | WNOWAIT);
 	while (r < 0 && errno == EINTR);
 	if (r < 0) {
 		/* ECHILD cannot happen (SIGCHLD is not SIG_IGN, nobody else
@@ -275,17 +306,16 @@ static void child_reap(struct child *c)
 		return;
 	}
 	c->exited = 1;
-	close(c->pidfd);        /* reaped; also leaves the loop */
-	c->pidfd = -1;
 	stdin_reaped(c);        /* as Node destroys child.stdin at exit */
 	if (c->exec_err) {
 		/* A parked child that could not exec: it never ran, and its pid
 		 * was never the program's. Nothing follows SPAWN_ERROR, so its
-		 * pipes close unannounced. */
+		 * pipes close unannounced, and no REAP is awaited. */
 		int open = 0;
 
 		spawn_error(c->id, c->exec_err, "spawn");
 		c->exec_err = 0;
+		reap_now(c);
 		for (int i = 0; i < 2; i++) {
 			if (c->out[i].fd < 0)
 				continue;
@@ -304,7 +334,6 @@ static void child_reap(struct child *c)
 	for (int i = 0; i < 2; i++)
 		if (c->out[i].dropping)
 			c->out[i].drop_at = 0;  /* closed, then forgotten, next round */
-	child_maybe_forget(c);
 }
 
 /* Events may be stale: an fd closed during this batch, or one closed just

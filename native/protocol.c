@@ -137,7 +137,7 @@ static int rd_payload(struct rd *r, struct sp_msg *m)
 		break;
 	case SP_SPAWN: rd_spawn(r, m); break;
 	case SP_STDIN: m->data = rd_rest(r); break;
-	case SP_STDIN_END: case SP_REAP: break;
+	case SP_STDIN_END: case SP_REAP: case SP_REAPED: break;
 	case SP_KILL: m->signal = rd_u32(r); break;
 	case SP_CREDIT:
 		m->fd = rd_fd(r, 2, 1);
@@ -213,7 +213,7 @@ static size_t payload_size(const struct sp_msg *m)
 		return 20 + 3 + 4 + m->file.n + 4 + m->cwd.n + 4 +
 		       m->argv.raw_len + 4 + m->env.raw_len;
 	case SP_STDIN: return m->data.n;
-	case SP_STDIN_END: case SP_REAP: return 0;
+	case SP_STDIN_END: case SP_REAP: case SP_REAPED: return 0;
 	case SP_CREDIT: case SP_END: return 5;
 	case SP_CLOSE: case SP_HANDED: return 1;
 	case SP_EXIT: return 8;
@@ -335,6 +335,7 @@ const char *sp_type_name(uint8_t type)
 	case SP_EXIT: return "EXIT";
 	case SP_KILL_ERROR: return "KILL_ERROR";
 	case SP_HANDED: return "HANDED";
+	case SP_REAPED: return "REAPED";
 	case SP_FATAL: return "FATAL";
 	default: return NULL;
 	}

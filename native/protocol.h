@@ -22,7 +22,7 @@ enum sp_type {
 	/* server -> client */
 	SP_S_HELLO = 0x41, SP_SPAWNED = 0x42, SP_SPAWN_ERROR = 0x43,
 	SP_DATA = 0x44, SP_END = 0x45, SP_WROTE = 0x46, SP_EXIT = 0x47,
-	SP_KILL_ERROR = 0x48, SP_HANDED = 0x49, SP_FATAL = 0x4F,
+	SP_KILL_ERROR = 0x48, SP_HANDED = 0x49, SP_REAPED = 0x4A, SP_FATAL = 0x4F,
 };
 
 enum { SP_F_DETACHED = 1, SP_F_SET_UID = 2, SP_F_SET_GID = 4, SP_F_HANDOVER = 8 };

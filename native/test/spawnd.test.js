@@ -48,8 +48,17 @@ class Conn {
     this.frames = [];
     this.wake = null;
     this.nextId = 1;
+    this.reap = true;
     this.exit = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({ code, signal })));
+    const reaping = new Set();
     const decoder = new P.Decoder((m) => {
+      // As the library does once it has read the EXIT: the zombie may go
+      // (the REAPED that answers is the library's cue for 'exit').
+      if (m.type === P.T.EXIT && this.reap) {
+        reaping.add(m.id);
+        this.send(P.encodeReap(m.id));
+      }
+      if (m.type === P.T.REAPED && reaping.delete(m.id)) return;
       this.frames.push(m);
       this.wake?.();
     });
@@ -387,7 +396,7 @@ test('DETACHED makes a new session; SET_UID/SET_GID drop privileges', async (t) 
 });
 
 test('1,000 sequential and 64-concurrent spawns: no zombies, no fd leaks, small RSS', async () => {
-  // Earlier tests' last children may still be on their way out (a pidfd each).
+  // Earlier tests' last children may still wait for their REAP (a pidfd each).
   for (let waited = 0; shared.zombies().length > 0 && waited < 2000; waited += 20) await sleep(20);
   await sleep(50);
   const fds = shared.fdCount();
@@ -405,7 +414,7 @@ test('1,000 sequential and 64-concurrent spawns: no zombies, no fd leaks, small 
     }
   };
   await Promise.all(Array.from({ length: 64 }, worker));
-  // Each child is reaped before its EXIT is sent.
+  // Each child stays a zombie until its REAP, sent as its EXIT was read.
   for (let waited = 0; shared.zombies().length > 0 && waited < 2000; waited += 20) await sleep(20);
   assert.deepEqual(shared.zombies(), []);
   assert.equal(shared.fdCount(), fds);
@@ -474,8 +483,8 @@ test('protocol errors: FATAL then exit 3; wrong version: HELLO then exit 2', asy
   v5.send(P.encodeHello(4, 5));
   assert.equal((await v5.frame((m) => m.type === P.T.S_HELLO)).version, 4);
   assert.equal((await v5.exit).code, 2);
-  // Version 3 kept exited children for the client's REAP, which version 4
-  // clients never send: its client's HELLO is refused the same way.
+  // Version 3 did not answer REAP, whose REAPED a version 4 client awaits:
+  // its client's HELLO is refused the same way.
   const v3 = new Conn({ hello: false });
   v3.send(P.encodeHello(4, 3));
   assert.equal((await v3.frame((m) => m.type === P.T.S_HELLO)).version, 4);
@@ -627,9 +636,10 @@ test('parked: 32 asked, 32 parked and 4 session leaders (a quarter, at most 4)',
   await c.exit;
 });
 
-test('parked: a SPAWN names a pid, the program runs as that pid (no SPAWNED), a replacement is announced, the child is reaped before its EXIT; a REAP is ignored', async () => {
+test('parked: a SPAWN names a pid, the program runs as that pid (no SPAWNED), a replacement is announced, the zombie waits for REAP', async () => {
   const c = new Conn({ parked: 1 });
   const pid = await c.parkedPid();
+  c.reap = false;
   const id = c.spawnParked(pid, ['sh', '-c', 'echo $$; echo err >&2']);
   const r = await c.collect(id);
   assert.equal(r.out.toString(), `${pid}\n`);
@@ -637,9 +647,13 @@ test('parked: a SPAWN names a pid, the program runs as that pid (no SPAWNED), a 
   assert.deepEqual(r.exit, [0, 0]);
   assert.ok(!r.frames.some((f) => f.type === P.T.SPAWNED));
   assert.notEqual(await c.parkedPid(), pid, 'a new parked child replaces it');
-  assert.equal(procStat(pid), null, 'reaped when its EXIT was sent, as libuv reaps before Node\'s \'exit\'');
+  assert.equal(procStat(pid)?.state, 'Z', 'a zombie until REAP: the pid names no other process');
   c.send(P.encodeReap(id));
-  assert.deepEqual((await c.run(['echo', 'still'])).out.toString(), 'still\n', 'a REAP (of protocol 2 and 3) is ignored');
+  await c.frame((m) => m.type === P.T.REAPED && m.id === id);
+  assert.equal(procStat(pid), null, 'reaped by the time REAPED comes');
+  // A REAP for an id the server does not know (a pid never announced) is answered too.
+  c.send(P.encodeReap(999));
+  await c.frame((m) => m.type === P.T.REAPED && m.id === 999);
   c.close();
   await c.exit;
 });

@@ -108,7 +108,7 @@ static unsigned required_keys(uint8_t type)
 		return base | B(K_PID) | B(K_FLAGS) | B(K_UID) | B(K_GID) | B(K_WINDOW) |
 		       B(K_STDIO) | B(K_FILE) | B(K_CWD);
 	case SP_STDIN: return base | B(K_DATA);
-	case SP_STDIN_END: case SP_REAP: return base;
+	case SP_STDIN_END: case SP_REAP: case SP_REAPED: return base;
 	case SP_KILL: return base | B(K_SIGNAL);
 	case SP_CREDIT: return base | B(K_FD) | B(K_BYTES);
 	case SP_CLOSE: case SP_HANDED: return base | B(K_FD);

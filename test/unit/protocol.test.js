@@ -68,6 +68,7 @@ function encode(f) {
     case P.T.CREDIT: return P.encodeCredit(id, f.fd, f.bytes);
     case P.T.CLOSE: return P.encodeClose(id, f.fd);
     case P.T.HANDED: return P.encodeHanded(id, f.fd);
+    case P.T.REAPED: return P.encodeReaped(id);
     case P.T.S_HELLO: return P.encodeServerHello(f.version, f.pid, f.parked);
     case P.T.SPAWNED: return P.encodeSpawned(id, f.pid);
     case P.T.SPAWN_ERROR: return P.encodeSpawnError(id, f.errno, f.syscall);

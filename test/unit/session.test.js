@@ -15,6 +15,7 @@ function fakeLink() {
     refs: 0,
     released: [],
     send(frame) { this.frames.push(decodeFrame(frame, 0, frame.length)); },
+    sendLazy(frame) { this.send(frame); },
     sendNow(frame) { this.send(frame); },
     ref() { this.refs++; },
     unref() { this.refs--; },
@@ -238,4 +239,26 @@ test('children spawned together, a listener throws on a frame held for the cohor
   }
   assert.deepEqual(thrown, ['listener']);
   assert.equal(out, 'a1a2a3');
+});
+
+test("a server's EXIT asks for the reap; 'exit' comes with REAPED (the pid named the zombie until then); a lost server gives the exit it reported", async () => {
+  for (const lose of [false, true]) {
+    const { child, session, events } = make();
+    const link = { ...fakeLink(), reaps: true };
+    attachPidless(session, link, 5);
+    child.stdout.resume();
+    child.stderr.resume();
+    session.onMessage({ type: T.SPAWNED, pid: 77 });
+    session.onMessage({ type: T.END, fd: 1, errno: 0 });
+    session.onMessage({ type: T.END, fd: 2, errno: 0 });
+    session.onMessage({ type: T.EXIT, code: 3, signal: 0 });
+    await settle();
+    assert.deepEqual(events, [['spawn']]);
+    assert.equal(link.types().at(-1), 'REAP');
+    assert.equal(child.kill(), true, 'a zombie is signalled, as by Node');
+    if (lose) session.lost();
+    else session.onMessage({ type: T.REAPED });
+    await settle();
+    assert.deepEqual(events, [['spawn'], ['exit', 3, null], ['close', 3, null]], lose ? 'lost' : 'reaped');
+  }
 });
