@@ -16,6 +16,7 @@ const HANDSHAKE_TIMEOUT_MS = 5000;
 const RETRY_WRITE_MS = 1;
 const EXIT_FLUSH_MS = 1000;
 const SPAWN_WRITE_MS = 1000;      // a parked pid goes out only with its SPAWN in the kernel
+const KILL_WRITE_MS = 50;        // kill() waits this long at most for a server behind
 const EXIT_POLL_MAX_MS = 50;      // a launched server's exit is polled for, from 1 ms up to this
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
@@ -297,7 +298,7 @@ export class Server {
    */
   sendNow(frame) {
     this.send(frame);
-    if (!this.gone) this.flushWithin(SPAWN_WRITE_MS);
+    if (!this.gone) this.flushWithin(KILL_WRITE_MS);
   }
 
   /**
