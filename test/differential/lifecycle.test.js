@@ -109,20 +109,21 @@ test('stderr read to its end before stdout (busy loop): stdout is not lost', asy
   assert.deepEqual(results.spawnpool, results.node);
 });
 
+/** Destroys a running cat's stdout, then its stdin: the order of its streams' 'close'. */
+async function closeOrderAfterDestroy(spawn) {
+  const child = spawn('cat');
+  await once(child, 'spawn');
+  const order = [];
+  for (const name of ['stdout', 'stdin', 'stderr']) child[name].on('close', () => order.push(name));
+  child.stdout.destroy();
+  child.stdin.destroy();
+  await once(child, 'close');
+  return order;
+}
+
 test("destroy(): the streams' 'close' events come in Node's (libuv's LIFO) order", async () => {
   const orders = {};
-  for (const [name, spawn] of Object.entries(impls)) {
-    const child = spawn('cat');
-    await once(child, 'spawn');
-    const order = [];
-    child.stdout.on('close', () => order.push('stdout'));
-    child.stdin.on('close', () => order.push('stdin'));
-    child.stderr.on('close', () => order.push('stderr'));
-    child.stdout.destroy();
-    child.stdin.destroy();
-    await once(child, 'close');
-    orders[name] = order;
-  }
+  for (const [name, spawn] of Object.entries(impls)) orders[name] = await closeOrderAfterDestroy(spawn);
   assert.deepEqual(orders.spawnpool, orders.node);
   assert.deepEqual(orders.node.slice(0, 2), ['stdin', 'stdout']);
 });
@@ -136,15 +137,7 @@ test("destroy() from a previous child's 'close', in a row on a loaded machine: t
   const seen = {};
   try {
     for (let i = 0; i < 150; i++) {
-      const child = pool.spawn('cat');
-      await once(child, 'spawn');
-      const order = [];
-      child.stdout.on('close', () => order.push('stdout'));
-      child.stdin.on('close', () => order.push('stdin'));
-      child.stderr.on('close', () => order.push('stderr'));
-      child.stdout.destroy();
-      child.stdin.destroy();
-      await once(child, 'close');
+      const order = await closeOrderAfterDestroy(pool.spawn);
       seen[order] = (seen[order] ?? 0) + 1;
     }
   } finally {
