@@ -205,6 +205,9 @@ export class Session {
         if (this.exitStatus !== null || !this.alive) break;
         this.exitStatus = [code, name];
         this.link.sendLazy(encodeReap(this.id));
+        // Node has the exit in hand here: it holds the loop for it, and the
+        // closes of pipes that ended with it wait for it (holdClose).
+        this.update();
         break;
       }
       case T.REAPED:
@@ -274,7 +277,10 @@ export class Session {
     if (this.state !== RUNNING) return false;
     if (this.heldCloses === null) {
       this.heldCloses = [];
-      setTimeout(() => this.releaseCloses(), HOLD_CLOSE_MS).unref();
+      // Released by the exit: at once if it comes within HOLD_CLOSE_MS,
+      // else (the child runs on) by the timer, unless the exit was read
+      // by then and only its REAPED is awaited.
+      setTimeout(() => { if (this.exitStatus === null) this.releaseCloses(); }, HOLD_CLOSE_MS).unref();
     }
     this.heldCloses.push(close);
     return true;
@@ -393,7 +399,7 @@ export class Session {
   // unref()'d, by each open readable pipe and by a pending stdin write
   // unless that stream was unref()'d.
   wantsLoop() {
-    if (this.state === SPAWNING) return true;
+    if (this.state === SPAWNING || this.exitStatus !== null) return true;
     if (this.state === RUNNING && this.processRefed) return true;
     if (this.wire[1] && this.pipeRefed[1]) return true;
     if (this.wire[2] && this.pipeRefed[2]) return true;
