@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import * as nodeCp from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool } from '../../lib/index.js';
 import { Server } from '../../lib/server.js';
+import { isGone } from '../helpers/leaks.js';
 
 const script = (name) => fileURLToPath(new URL(`../fixtures/scripts/${name}`, import.meta.url));
 const killServers = (pool) => pool.stats().servers.forEach((s) => process.kill(s.pid, 'SIGKILL'));
@@ -106,13 +106,6 @@ test('a listener that throws while more output waits in the socket: every byte i
 test("kill() then death by a re-raised signal (signal-exit, execa's cleanup): the child gets the signal, as under Node", async () => {
   // The KILL frame waited for the next tick, which never came: the child
   // outlived the application.
-  const dead = (pid) => {
-    try {
-      return /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    } catch {
-      return true;
-    }
-  };
   const outcome = {};
   for (const impl of ['node', 'spawnpool']) {
     const parent = nodeCp.spawn(process.execPath, [script('kill-then-die.js'), impl], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -121,11 +114,11 @@ test("kill() then death by a re-raised signal (signal-exit, execa's cleanup): th
     parent.kill('SIGTERM');
     const [, signal] = await once(parent, 'exit');
     let waited = 0;
-    while (!dead(pid) && waited < 2000) {
+    while (!isGone(pid) && waited < 2000) {
       await sleep(50);
       waited += 50;
     }
-    if (!dead(pid)) process.kill(pid, 'SIGKILL');
+    if (!isGone(pid)) process.kill(pid, 'SIGKILL');
     outcome[impl] = { signal, childDead: waited < 2000 };
   }
   assert.deepEqual(outcome.spawnpool, outcome.node);
