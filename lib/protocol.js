@@ -253,15 +253,26 @@ export function decodeFrame(buf, start, end) {
   return msg;
 }
 
+/** A DATA frame at buf[start..end): its payload as a view of `buf`. */
+function decodeData(buf, start, end) {
+  if (end - start < HEADER + 2) throw new ProtocolError(end - start < HEADER + 1 ? 'truncated payload' : 'empty data');
+  const fd = buf[start + HEADER];
+  if (fd !== 1 && fd !== 2) throw new ProtocolError(`bad fd ${fd}`);
+  return { type: T.DATA, id: buf.readUInt32LE(start + 5), fd, data: buf.subarray(start + HEADER + 1, end), owned: false };
+}
+
 /**
  * Incremental decoder: push() chunks as they arrive, get complete messages
  * through `onMessage`. A malformed stream throws ProtocolError from push().
  *
- * DATA frames are the exception to "complete": a DATA frame split across
- * chunks is delivered piecewise, as several DATA messages for the same id
- * and fd, as its bytes arrive. A server's 64 KiB DATA frame almost never
- * fits one 64 KiB socket read, and copying it whole to re-join it was a
- * tenth of the client's CPU time under output-heavy load.
+ * A DATA message's `data` is a view of the pushed chunk (`owned` false),
+ * except for a frame split across chunks: that one is gathered into a
+ * buffer of its own (`owned` true) and delivered whole, as a pipe read
+ * delivers its bytes in one piece (handing on each piece doubled the
+ * reads a consumer saw). push(chunk, true) says the chunk is borrowed: it
+ * is overwritten once push() returns (a socket's reusable read buffer), so
+ * what the decoder keeps for later is copied; the views it delivered are
+ * the caller's to copy before then (joinData).
  */
 export class Decoder {
   constructor(onMessage) {
@@ -272,9 +283,9 @@ export class Decoder {
     this.data = null;
   }
 
-  push(chunk) {
+  push(chunk, borrowed = false) {
     if (this.data !== null) {
-      chunk = this.continueData(chunk);
+      chunk = this.continueData(chunk, borrowed);
       if (chunk === null) return;
     }
     // Other frames split over many chunks are joined once, when complete,
@@ -282,10 +293,14 @@ export class Decoder {
     if (this.parts.length > 0) {
       this.parts.push(chunk);
       this.size += chunk.length;
-      if (this.size < this.need) return;
+      if (this.size < this.need) {
+        if (borrowed) this.parts[this.parts.length - 1] = Buffer.from(chunk);
+        return;
+      }
       chunk = Buffer.concat(this.parts, this.size);
       this.parts = [];
       this.size = 0;
+      borrowed = false;
     }
     let off = 0;
     let complete = false;
@@ -295,54 +310,58 @@ export class Decoder {
         const len = chunk.readUInt32LE(off);
         if (len < 5 || len > MAX_FRAME) throw new ProtocolError(`bad frame length ${len}`);
         if (chunk.length - off - 4 < len) {
-          const head = this.startData(chunk, off, len);
-          if (head !== null) {
-            off = chunk.length;
-            this.onMessage(head);
-            break;
-          }
-          this.need = 4 + len;
+          if (this.startData(chunk, off, len)) off = chunk.length;
+          else this.need = 4 + len;
           break;
         }
-        const msg = decodeFrame(chunk, off, off + 4 + len);
-        off += 4 + len;
+        const end = off + 4 + len;
+        const msg = chunk[off + 4] === T.DATA ? decodeData(chunk, off, end) : decodeFrame(chunk, off, end);
+        off = end;
         this.onMessage(msg);
       }
       complete = true;
     } finally {
-      // A throwing onMessage (a user's listener) must not lose the frames
-      // after it: keep them, and let the next push() (even an empty one) go on.
+      // A throwing onMessage must not lose the frames after it: keep them,
+      // and let the next push() (even an empty one) go on.
       if (off < chunk.length) {
-        this.parts.push(chunk.subarray(off));
-        this.size = chunk.length - off;
+        const rest = chunk.subarray(off);
+        this.parts.push(borrowed ? Buffer.from(rest) : rest);
+        this.size = rest.length;
         if (!complete) this.need = 0;
       }
     }
   }
 
-  /** An incomplete DATA frame at chunk[off]: its first bytes as a message, or null. */
+  /**
+   * An incomplete frame at chunk[off]: when it is a DATA frame whose fd
+   * has arrived, its bytes so far are copied into a buffer for the whole
+   * payload (true); otherwise false, and the caller keeps the bytes.
+   */
   startData(chunk, off, len) {
-    if (chunk[off + 4] !== T.DATA || chunk.length - off < HEADER + 2) return null;
+    if (chunk[off + 4] !== T.DATA || chunk.length - off < HEADER + 2) return false;
     const fd = chunk[off + HEADER];
     if (fd !== 1 && fd !== 2) throw new ProtocolError(`bad fd ${fd}`);
-    const id = chunk.readUInt32LE(off + 5);
     const start = off + HEADER + 1;
-    this.data = { id, fd, remaining: len - 6 - (chunk.length - start) };
-    return { type: T.DATA, id, fd, data: chunk.subarray(start) };
+    const data = Buffer.allocUnsafe(len - 6);
+    const filled = chunk.copy(data, 0, start);
+    this.data = { id: chunk.readUInt32LE(off + 5), fd, data, filled };
+    return true;
   }
 
   /** The next bytes of a split DATA frame; returns what follows it, or null. */
-  continueData(chunk) {
+  continueData(chunk, borrowed) {
     const d = this.data;
-    const n = Math.min(d.remaining, chunk.length);
-    d.remaining -= n;
-    if (d.remaining === 0) this.data = null;
+    const n = Math.min(d.data.length - d.filled, chunk.length);
+    chunk.copy(d.data, d.filled, 0, n);
+    d.filled += n;
+    if (d.filled < d.data.length) return null;
+    this.data = null;
     const rest = n < chunk.length ? chunk.subarray(n) : null;
     try {
-      if (n > 0) this.onMessage({ type: T.DATA, id: d.id, fd: d.fd, data: chunk.subarray(0, n) });
+      this.onMessage({ type: T.DATA, id: d.id, fd: d.fd, data: d.data, owned: true });
     } catch (err) {
       if (rest !== null) {
-        this.parts.push(rest);
+        this.parts.push(borrowed ? Buffer.from(rest) : rest);
         this.size = rest.length;
         this.need = 0;
       }
@@ -350,4 +369,43 @@ export class Decoder {
     }
     return rest;
   }
+}
+
+/** The most one read of a pipe gives Node (libuv's 64 KiB). */
+export const PIPE_READ_MAX = 64 * 1024;
+
+/**
+ * Joins the DATA messages of one stream that follow each other in `msgs`
+ * into chunks of at most PIPE_READ_MAX bytes, as one read of a pipe that
+ * held them all would have given them to Node. With `borrowed`, every DATA
+ * view of the read buffer is copied out (joined or not). Returns `msgs`
+ * itself when nothing changes.
+ */
+export function joinData(msgs, borrowed) {
+  let out = null;
+  for (let i = 0; i < msgs.length; i++) {
+    const msg = msgs[i];
+    if (msg.type !== T.DATA) {
+      out?.push(msg);
+      continue;
+    }
+    let j = i + 1;
+    let size = msg.data.length;
+    while (j < msgs.length && msgs[j].type === T.DATA && msgs[j].id === msg.id && msgs[j].fd === msg.fd &&
+           size + msgs[j].data.length <= PIPE_READ_MAX) {
+      size += msgs[j].data.length;
+      j++;
+    }
+    if (j === i + 1 && (msg.owned || !borrowed)) {
+      out?.push(msg);
+      continue;
+    }
+    out ??= msgs.slice(0, i);
+    const data = Buffer.allocUnsafe(size);
+    let at = 0;
+    for (let k = i; k < j; k++) at += msgs[k].data.copy(data, at);
+    out.push({ type: T.DATA, id: msg.id, fd: msg.fd, data, owned: true });
+    i = j - 1;
+  }
+  return out ?? msgs;
 }

@@ -5,7 +5,9 @@ import { nodeSpawn } from './node-child-process.js';
 import { closeSync, readSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { isMainThread } from 'node:worker_threads';
-import { Decoder, T, encodeHello, encodeSpawn, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER } from './protocol.js';
+import {
+  Decoder, T, encodeHello, encodeSpawn, joinData, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER,
+} from './protocol.js';
 import { asCallback, closeOverdue } from './delivery.js';
 import { debug } from './observe.js';
 import { deliver } from './session.js';
@@ -23,6 +25,14 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 /** Sleeps this thread `ms` (fractions allowed), without a busy loop. */
 export const sleepSync = (ms) => Atomics.wait(sleeper, 0, 0, ms);
 const live = new Set();           // servers with a connection, flushed at exit
+
+// A launched server's socket is read into this buffer, shared by all of
+// them (onData copies out what it keeps before any listener runs): large
+// enough for all a server's socket holds at once (its send buffer, ~208
+// KiB by default), so that a burst of frames is one read, and no buffer is
+// allocated per read.
+const READ_BUFFER_SIZE = 256 * 1024;
+let readBuffer = null;
 
 // Frames queued in this tick still leave if the process exits now
 // (process.exit() in the same tick, say): the server handles whatever
@@ -186,7 +196,13 @@ export class Server {
     this.fd = started.fd;
     this.feedFd = started.feedFd;
     this.handoverFd = started.handoverFd;
-    this.socket = new Socket({ fd: started.fd, readable: true, writable: true });
+    readBuffer ??= Buffer.allocUnsafeSlow(READ_BUFFER_SIZE);
+    this.socket = new Socket({
+      fd: started.fd,
+      readable: true,
+      writable: true,
+      onread: { buffer: readBuffer, callback: (n, buf) => this.onData(buf.subarray(0, n), true) },
+    });
     let resolveExit;
     this.exited = new Promise((resolve) => (resolveExit = resolve));
     let delay = 0;
@@ -431,11 +447,16 @@ export class Server {
     if (--this.refs === 0 && !this.gone) this.socket.unref();
   }
 
-  onData(chunk) {
+  /** A read from the socket; `borrowed`: the chunk is overwritten after this returns. */
+  onData(chunk, borrowed = false) {
     try {
-      this.decoder.push(chunk);
+      this.decoder.push(chunk, borrowed);
     } catch (err) {
-      if (!(err instanceof ProtocolError)) throw err;
+      if (!(err instanceof ProtocolError)) {
+        // The frames so far wait for the next read: not as views of a buffer it overwrites.
+        if (borrowed) this.batch = joinData(this.batch, true);
+        throw err;
+      }
       for (const msg of this.batch) if (msg.handle !== undefined) closeSync(msg.handle);
       this.batch = [];
       this.die(err);
@@ -444,7 +465,7 @@ export class Server {
     // Taken first: a listener that throws leaves the rest of this batch to
     // a later callback, and the next read must not deliver it again. Closes
     // asked for in the check phase go first (lib/delivery.js).
-    const msgs = inNodeOrder(this.batch);
+    const msgs = joinData(inNodeOrder(this.batch), borrowed);
     this.batch = [];
     try {
       closeOverdue();

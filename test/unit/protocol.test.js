@@ -118,62 +118,113 @@ for (const name of names) {
   });
 }
 
+// Field by field, without `owned` (whether a DATA payload is a view of the
+// chunk or a buffer of its own depends on where the chunks were cut).
+const shapes = (messages) => messages.map(({ owned, ...m }) => m);
+
 test('a stream split at every byte decodes to the same frames', () => {
   const frames = names.filter((n) => !n.startsWith('bad-')).map((n) => hexBytes(readFileSync(`${dir}${n}.hex`, 'utf8')));
   const stream = Buffer.concat(frames);
   const whole = decodeAll(stream);
-  const pieces = [];
-  const decoder = new P.Decoder((m) => pieces.push(m));
-  for (let i = 0; i < stream.length; i++) decoder.push(stream.subarray(i, i + 1));
-  assert.equal(whole.length, frames.length);
-  assert.deepEqual(mergeData(pieces), mergeData(whole));
+  for (const borrowed of [false, true]) {
+    const pieces = [];
+    const decoder = new P.Decoder((m) => pieces.push(m));
+    const scratch = Buffer.alloc(1);
+    for (let i = 0; i < stream.length; i++) {
+      // A borrowed chunk is overwritten once push() returns: what the
+      // decoder kept must be its own copy. Views it delivered are copied
+      // by the caller (joinData) before that.
+      scratch[0] = stream[i];
+      decoder.push(borrowed ? scratch : stream.subarray(i, i + 1), borrowed);
+      if (borrowed) {
+        pieces.splice(0, pieces.length, ...P.joinData(pieces, true));
+        scratch[0] = 0xee;
+      }
+    }
+    assert.equal(whole.length, frames.length);
+    assert.deepEqual(shapes(pieces), shapes(whole), borrowed ? 'borrowed chunks' : 'owned chunks');
+  }
 });
 
-// A split DATA frame arrives as consecutive DATA messages of the same id and
-// fd; merging such runs makes byte-wise and whole decoding comparable.
-function mergeData(messages) {
-  const out = [];
-  for (const m of messages) {
-    const last = out[out.length - 1];
-    if (m.type === P.T.DATA && last?.type === P.T.DATA && last.id === m.id && last.fd === m.fd) {
-      out[out.length - 1] = { ...last, data: Buffer.concat([last.data, m.data]) };
-    } else {
-      out.push(m);
-    }
-  }
-  return out;
-}
-
-test('a split DATA frame is delivered as its bytes arrive, without re-joining', () => {
+test('a split DATA frame is delivered whole, once its last byte arrives', () => {
   const payload = Buffer.alloc(70000, 7);
+  payload[0] = 1;
+  payload[69999] = 2;
   const stream = Buffer.concat([P.encodeData(5, 2, payload), P.encodeExit(5, 0, 0)]);
   const seen = [];
   const decoder = new P.Decoder((m) => seen.push(m));
   decoder.push(stream.subarray(0, 65536));
-  assert.equal(seen.length, 1);
-  assert.equal(seen[0].data.length, 65536 - 10);
-  assert.equal(seen[0].data.buffer, stream.buffer, 'a view of the chunk, not a copy');
   decoder.push(stream.subarray(65536, 65540));
+  assert.equal(seen.length, 0, 'nothing before the frame is complete');
   decoder.push(stream.subarray(65540));
-  assert.deepEqual(seen.map((m) => [m.type, m.id, m.fd, m.data?.length]),
-    [[P.T.DATA, 5, 2, 65526], [P.T.DATA, 5, 2, 4], [P.T.DATA, 5, 2, 70000 - 65530], [P.T.EXIT, 5, undefined, undefined]]);
-  assert.ok(Buffer.concat(seen.slice(0, 3).map((m) => m.data)).equals(payload));
+  assert.deepEqual(seen.map((m) => [m.type, m.id, m.fd, m.data?.length, m.owned]),
+    [[P.T.DATA, 5, 2, 70000, true], [P.T.EXIT, 5, undefined, undefined, undefined]]);
+  assert.ok(seen[0].data.equals(payload));
 });
 
-test('a listener throwing on a piece of a split DATA frame loses and repeats nothing', () => {
+test('a whole DATA frame in a chunk is a view of it, not a copy', () => {
+  const stream = Buffer.concat([P.encodeData(3, 1, Buffer.from('hello')), P.encodeExit(3, 0, 0)]);
+  const seen = [];
+  new P.Decoder((m) => seen.push(m)).push(stream);
+  assert.equal(seen[0].data.toString(), 'hello');
+  assert.equal(seen[0].owned, false);
+  assert.equal(seen[0].data.buffer, stream.buffer);
+});
+
+test('a borrowed chunk may be overwritten after push(): split frames keep their bytes', () => {
+  const payload = Buffer.from('x'.repeat(300));
+  const stream = Buffer.concat([P.encodeSpawned(1, 10), P.encodeData(1, 1, payload), P.encodeEnd(1, 1, 0)]);
+  const seen = [];
+  const decoder = new P.Decoder((m) => seen.push(m));
+  const reused = Buffer.alloc(200);
+  for (let at = 0; at < stream.length; at += reused.length) {
+    const n = stream.copy(reused, 0, at);
+    decoder.push(reused.subarray(0, n), true);
+    seen.splice(0, seen.length, ...P.joinData(seen, true));
+    reused.fill(0xee);
+  }
+  assert.deepEqual(seen.map((m) => m.type), [P.T.SPAWNED, P.T.DATA, P.T.END]);
+  assert.ok(seen[1].data.equals(payload));
+  assert.equal(seen[2].errno, 0);
+});
+
+test('joinData: a stream\'s DATA in a row become reads of at most 64 KiB, as a pipe gives them', () => {
+  const data = (id, fd, n, byte) => ({ type: P.T.DATA, id, fd, data: Buffer.alloc(n, byte), owned: false });
+  const end = { type: P.T.END, id: 1, fd: 1, errno: 0 };
+  const msgs = [data(1, 1, 40000, 1), data(1, 1, 20000, 2), data(1, 1, 10000, 3), data(1, 2, 5, 4), data(2, 1, 7, 5), end];
+  const out = P.joinData(msgs, false);
+  assert.deepEqual(out.map((m) => [m.type, m.id, m.fd, m.data?.length]), [
+    [P.T.DATA, 1, 1, 60000], [P.T.DATA, 1, 1, 10000], [P.T.DATA, 1, 2, 5], [P.T.DATA, 2, 1, 7], [P.T.END, 1, 1, undefined],
+  ]);
+  assert.ok(out[0].data.equals(Buffer.concat([msgs[0].data, msgs[1].data])));
+  assert.equal(out[1], msgs[2], 'a DATA alone stays as it was');
+  assert.equal(P.joinData([msgs[0], end], false)[0], msgs[0]);
+  // Borrowed: every view is copied, alone or not; owned buffers stay.
+  const owned = { ...data(1, 1, 3, 9), owned: true };
+  const copied = P.joinData([msgs[4], end, owned], true);
+  assert.notEqual(copied[0], msgs[4]);
+  assert.ok(copied[0].data.equals(msgs[4].data));
+  assert.notEqual(copied[0].data.buffer, msgs[4].data.buffer);
+  assert.equal(copied[2], owned);
+  assert.equal(P.joinData(msgs, false).length, 5);
+  assert.equal(P.joinData([end], true)[0], end);
+});
+
+test('a listener throwing on a split DATA frame loses and repeats nothing', () => {
   const payload = Buffer.alloc(100, 9);
-  const stream = Buffer.concat([P.encodeData(1, 1, payload), P.encodeExit(1, 0, 0)]);
+  const stream = Buffer.concat([P.encodeData(1, 1, payload), P.encodeExit(1, 0, 0), P.encodeExit(2, 0, 0)]);
   const got = [];
   let thrown = 0;
   const decoder = new P.Decoder((m) => {
     got.push(m);
-    if (m.type === P.T.DATA && thrown++ < 2) throw new Error('listener failed');
+    if (thrown++ < 2) throw new Error('listener failed');
   });
-  assert.throws(() => decoder.push(stream.subarray(0, 50)), /listener failed/);
+  decoder.push(stream.subarray(0, 50));
   assert.throws(() => decoder.push(stream.subarray(50)), /listener failed/);
+  assert.throws(() => decoder.push(Buffer.alloc(0)), /listener failed/);
   decoder.push(Buffer.alloc(0));
-  assert.equal(Buffer.concat(got.filter((m) => m.type === P.T.DATA).map((m) => m.data)).length, 100);
-  assert.deepEqual(got.map((m) => m.type), [P.T.DATA, P.T.DATA, P.T.EXIT]);
+  assert.ok(got[0].data.equals(payload));
+  assert.deepEqual(got.map((m) => [m.type, m.id]), [[P.T.DATA, 1], [P.T.EXIT, 1], [P.T.EXIT, 2]]);
 });
 
 test('a frame larger than MAX_FRAME is refused before it is buffered', () => {
