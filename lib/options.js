@@ -126,7 +126,9 @@ export function normalizeSpawnArguments(file, args, options) {
   if (process.env.NODE_V8_COVERAGE && options.env && !Object.hasOwn(options.env, 'NODE_V8_COVERAGE')) {
     options.env.NODE_V8_COVERAGE = process.env.NODE_V8_COVERAGE;
   }
-  const envPairs = options.env ? pairsOfObject(options.env) : pairsOfProcessEnv();
+  // `env: process.env` is Node's default spelled out (a common idiom): the
+  // same pairs, found the cheap way rather than key by key.
+  const envPairs = options.env && options.env !== process.env ? pairsOfObject(options.env) : pairsOfProcessEnv();
   return { file, args, cwd, envPairs, options };
 }
 

@@ -336,6 +336,16 @@ differential('process.env changed after the pool started: the child sees the cha
     delete process.env.SPAWNPOOL_DIFF_LATE;
   }
 });
+differential('env: process.env passed explicitly, changed in the same tick: the child sees it, in order', (spawn) => {
+  process.env.SPAWNPOOL_DIFF_EXPLICIT = 'explicit value';
+  try {
+    spawn('env', [], { env: process.env });
+    delete process.env.SPAWNPOOL_DIFF_EXPLICIT;
+    spawn('printenv', ['SPAWNPOOL_DIFF_EXPLICIT'], { env: process.env });
+  } finally {
+    delete process.env.SPAWNPOOL_DIFF_EXPLICIT;
+  }
+});
 differential('process.chdir() after the pool started: the child runs in the new cwd', (spawn) => {
   const old = process.cwd();
   process.chdir(BIN);
