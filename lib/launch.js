@@ -68,6 +68,13 @@ export function receiveHandover(fd) {
 }
 
 /**
+ * stat(2) of `path` through the addon, for the precheck: 0 with `out` (an
+ * Int32Array of 3) set to mode, uid, gid, or a negative errno. null when
+ * the addon is not there (use fs.statSync).
+ */
+export const statPath = typeof addon?.stat === 'function' ? addon.stat : null;
+
+/**
  * `pid`'s exit, once it has exited: `{ code, signal }` as 'exit' reports
  * them, with `signal` a name. null while it runs. If it cannot be waited
  * for (reaped by someone else), `{ code: null, signal: null }`.

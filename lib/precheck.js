@@ -41,6 +41,7 @@ import { statSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { errnoError } from './errors.js';
 import { lastFrozen } from './frozen-memo.js';
+import { statPath } from './launch.js';
 
 const {
   EACCES, EAGAIN, EMFILE, ENFILE, ENOENT, ENOTDIR, ESTALE, ENODEV, ETIMEDOUT, ENAMETOOLONG, E2BIG, EINVAL, EPERM,
@@ -178,12 +179,24 @@ function searchable(st, uid, gid, groups, privileged) {
   return (mode & 0o001) !== 0;
 }
 
-// stat() as a positive errno (0: the Stats are in lastStat). A missing
-// entry does not throw, which keeps a PATH search cheap; but Node >= 22
-// answers undefined for ENOTDIR as well, so where the code matters (`exact`)
-// the path is stat'ed again, throwing.
+// stat() as a positive errno (0: mode, uid and gid are in lastStat). With
+// the launch addon, one stat(2) that says its errno and builds no Stats
+// object. Else statSync: a missing entry does not throw, which keeps a
+// PATH search cheap; but Node >= 22 answers undefined for ENOTDIR as well,
+// so where the code matters (`exact`) the path is stat'ed again, throwing.
 let lastStat = null;
+const statOut = new Int32Array(3);
+const statFields = { mode: 0, uid: 0, gid: 0 };
 function statErrno(path, exact) {
+  if (statPath !== null) {
+    const r = statPath(path, statOut);
+    if (r !== 0) return -r;
+    statFields.mode = statOut[0];
+    statFields.uid = statOut[1] >>> 0;
+    statFields.gid = statOut[2] >>> 0;
+    lastStat = statFields;
+    return 0;
+  }
   try {
     lastStat = statSync(path, { throwIfNoEntry: false });
     if (lastStat !== undefined) return 0;

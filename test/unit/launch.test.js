@@ -6,14 +6,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { readFileSync, readSync, readlinkSync, existsSync, closeSync, mkdtempSync, writeFileSync } from 'node:fs';
+import {
+  readFileSync, readSync, readlinkSync, existsSync, closeSync, mkdtempSync, writeFileSync, statSync, symlinkSync, mkdirSync, chmodSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import * as nodeCp from 'node:child_process';
 import { promisify } from 'node:util';
 import { channel } from 'node:diagnostics_channel';
-import { addon, addonPath, envSnapshot, loadError, startProcess, reapProcess } from '../../lib/launch.js';
+import { addon, addonPath, envSnapshot, loadError, startProcess, reapProcess, statPath } from '../../lib/launch.js';
 import { createPool, execFile } from '../../lib/index.js';
 
 const wanted = process.env.SPAWNPOOL_ADDON !== '0';
@@ -104,6 +106,35 @@ test('a launch that fails throws Node\'s spawn error', withAddon, async () => {
   const child = nodeCp.spawn(file);
   const [nodeError] = await once(child, 'error');
   assert.throws(() => startProcess(file, ['x'], []), { code: nodeError.code, errno: nodeError.errno });
+});
+
+test('statPath answers what fs.statSync says: mode, uid and gid, or its errno', withAddon, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'spawnpool-stat-'));
+  const file = join(dir, 'f');
+  writeFileSync(file, 'x');
+  chmodSync(file, 0o4751);
+  mkdirSync(join(dir, 'd'), 0o700);
+  symlinkSync(file, join(dir, 'link'));
+  symlinkSync(join(dir, 'nowhere'), join(dir, 'dangling'));
+  symlinkSync(join(dir, 'loop'), join(dir, 'loop'));
+  const long = (n) => `/${'a'.repeat(n - 1)}`;
+  const paths = [file, join(dir, 'd'), join(dir, 'link'), join(dir, 'dangling'), join(dir, 'loop'), join(dir, 'missing'),
+    join(file, 'below'), '/', '/dev/null', 'relative-missing', '', long(4095), long(4096), long(5000), `${dir}/é€😀`];
+  const out = new Int32Array(3);
+  for (const path of paths) {
+    let expected;
+    try {
+      const st = statSync(path);
+      expected = [0, st.mode, st.uid, st.gid];
+    } catch (err) {
+      expected = [err.errno];
+    }
+    const r = statPath(path, out);
+    assert.deepEqual(r === 0 ? [0, out[0], out[1] >>> 0, out[2] >>> 0] : [r], expected, `${path.slice(0, 60)} (${path.length})`);
+  }
+  assert.throws(() => statPath(file, new Int32Array(2)), TypeError);
+  assert.throws(() => statPath(file, new Float64Array(3)), TypeError);
+  assert.throws(() => statPath(5, out), TypeError);
 });
 
 test('the environment snapshot: null while unchanged, the new strings after each change', withAddon, () => {
