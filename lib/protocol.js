@@ -3,7 +3,7 @@
 // frames, however the stream is split.
 import { lastFrozen } from './frozen-memo.js';
 
-export const VERSION = 4;
+export const VERSION = 5;
 export const MAX_FRAME = 16 * 1024 * 1024;
 export const HEADER = 9;
 export const STDIN_WINDOW = 65536;
@@ -22,6 +22,8 @@ export const FLAG_SET_UID = 2;
 export const FLAG_SET_GID = 4;
 /** The server may hand a busy stdout/stderr over through fd 5 (docs/protocol.md, "Handover"). */
 export const FLAG_HANDOVER = 8;
+/** The child's environment is that of the connection's last SPAWN that carried one: none is sent. */
+export const FLAG_SAME_ENV = 16;
 
 export const STDIO_PIPE = 0;
 export const STDIO_IGNORE = 1;
@@ -103,11 +105,13 @@ export const encodeFatal = (message) => strFrame(T.FATAL, 0, [], message);
  * SPAWN frame. `req` is the normalized request: { flags, uid, gid, window,
  * stdio: [m0, m1, m2], file, cwd, argv: string[], env: string[] }; `pid`
  * the parked child that runs it, or 0 for one started on receipt; `flags`
- * added to the request's own (FLAG_HANDOVER: the connection's to give).
+ * added to the request's own (the connection's to give: FLAG_HANDOVER, and
+ * FLAG_SAME_ENV, which leaves req.env out).
  */
 export function encodeSpawn(id, req, pid = 0, flags = 0) {
   const strings = [req.file, req.cwd, ...req.argv];
-  const env = envBlock(req.env);
+  const sameEnv = (flags & FLAG_SAME_ENV) !== 0;
+  const env = sameEnv ? NO_ENV : envBlock(req.env);
   let size = 20 + 3 + 8 + env.length;
   const lengths = new Array(strings.length);
   for (let i = 0; i < strings.length; i++) {
@@ -132,10 +136,12 @@ export function encodeSpawn(id, req, pid = 0, flags = 0) {
   putString(1);
   off = buf.writeUInt32LE(req.argv.length, off);
   for (let i = 0; i < req.argv.length; i++) putString(2 + i);
-  off = buf.writeUInt32LE(req.env.length, off);
+  off = buf.writeUInt32LE(sameEnv ? 0 : req.env.length, off);
   buf.set(env, off);
   return buf;
 }
+
+const NO_ENV = Buffer.alloc(0);
 
 /** The encoded strings of `env` ([u32 length][bytes] each), without the count. */
 const envBlock = lastFrozen((env) => {
@@ -202,6 +208,7 @@ function decodeSpawn(r, msg) {
   msg.argv = [];
   for (let i = 0; i < argc; i++) msg.argv.push(r.str());
   const envc = r.u32();
+  if ((msg.flags & FLAG_SAME_ENV) !== 0 && envc !== 0) throw new ProtocolError('SPAWN with SAME_ENV carries environment strings');
   msg.env = [];
   for (let i = 0; i < envc; i++) msg.env.push(r.str());
 }

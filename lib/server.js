@@ -6,7 +6,7 @@ import { closeSync, readSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { isMainThread } from 'node:worker_threads';
 import {
-  Decoder, T, encodeHello, encodeSpawn, joinData, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER,
+  Decoder, T, encodeHello, encodeSpawn, joinData, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER, FLAG_SAME_ENV,
 } from './protocol.js';
 import { asCallback, closeOverdue } from './delivery.js';
 import { debug } from './observe.js';
@@ -137,6 +137,7 @@ export class Server {
     this.leaders = [];            // the same, parked as session leaders (for detached spawns)
     this.announced = false;       // a parked child was ever announced
     this.handoverFd = -1;         // busy streams come through here (launched servers)
+    this.sentEnv = null;          // the environment the server has: later SPAWNs with it say SAME_ENV
     this.feedBuf = null;
     this.feedKept = 0;            // bytes of a pid split over two reads, at the buffer's start
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
@@ -421,7 +422,12 @@ export class Server {
       id = this.nextId;
       this.nextId = id === 0xffffffff ? 1 : id + 1;
     } while (this.sessions.has(id));
-    this.queue.push(encodeSpawn(id, session.request, pid, this.handoverFd === -1 ? 0 : FLAG_HANDOVER));
+    // The environment goes once, then only when it changed (options.js
+    // hands out the same frozen array while it stays the same).
+    const env = session.request.env;
+    const flags = (this.handoverFd === -1 ? 0 : FLAG_HANDOVER) | (env === this.sentEnv ? FLAG_SAME_ENV : 0);
+    this.queue.push(encodeSpawn(id, session.request, pid, flags));
+    this.sentEnv = Object.isFrozen(env) ? env : null;
     // The caller hands out the pid: its SPAWN must be in the kernel (so
     // that the program runs even if this process exits next), waiting for
     // a server that is behind if need be.

@@ -130,6 +130,13 @@ static void child_spawn(const struct sp_msg *m)
 		conn_fatal("SPAWN with id 0");
 	if (idmap_get(m->id))
 		conn_fatal("SPAWN id already in use");
+	if ((r = spawn_note_env(m)) == -ENOENT)
+		conn_fatal("SPAWN with SAME_ENV before any environment");
+	if (r < 0) {
+		/* Later SPAWNs would run with the wrong environment. */
+		DBG("out of memory for an environment");
+		exit(SPAWND_EXIT_SYSCALL);
+	}
 	if (idmap_reserve() < 0 || !(c = child_alloc())) {
 		spawn_error(m->id, ENOMEM, "malloc");
 		return;

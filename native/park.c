@@ -422,6 +422,7 @@ void park_cancel(void *claimed)
 
 	/* Killed and reaped by the caller, never woken: its memory is free. */
 	close_fds3(s->child_end);
+	plan_release(&s->plan);
 	plan_mem_trim(&s->mem);
 	s->state = FREE;
 }
@@ -445,6 +446,7 @@ static void scan(void)
 			s->state = LEAVING;
 		}
 		if (s->state == LEAVING && left) {
+			plan_release(&s->plan);
 			plan_mem_trim(&s->mem);
 			s->state = FREE;
 		}

@@ -113,8 +113,11 @@ static void rd_spawn(struct rd *r, struct sp_msg *m)
 	rd_list(r, &m->env);
 	if (r->why)
 		return;
-	if (m->flags & ~(uint32_t)(SP_F_DETACHED | SP_F_SET_UID | SP_F_SET_GID | SP_F_HANDOVER))
+	if (m->flags & ~(uint32_t)(SP_F_DETACHED | SP_F_SET_UID | SP_F_SET_GID | SP_F_HANDOVER |
+				   SP_F_SAME_ENV))
 		r->why = "unknown SPAWN flags";
+	else if ((m->flags & SP_F_SAME_ENV) && m->env.count != 0)
+		r->why = "SPAWN with SAME_ENV carries environment strings";
 	else if (m->window == 0)
 		r->why = "SPAWN window must be > 0";
 	else if (m->stdio[0] > SP_IO_FD2 || m->stdio[1] > SP_IO_FD2 ||

@@ -1,4 +1,4 @@
-/* Wire codec of docs/protocol.md (version 3). Pure: no I/O, no allocation.
+/* Wire codec of docs/protocol.md (version 5). Pure: no I/O, no allocation.
  * Decoding validates a whole frame and points into the caller's buffer;
  * encoding writes into caller-provided space of sp_encoded_size() bytes. */
 #ifndef SPAWND_PROTOCOL_H
@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 enum {
-	SP_VERSION = 4,
+	SP_VERSION = 5,
 	SP_HDR = 9,                    /* len + type + id */
 	SP_MAX_FRAME = 16 * 1024 * 1024,
 	SP_STDIN_WINDOW = 65536,
@@ -25,7 +25,7 @@ enum sp_type {
 	SP_KILL_ERROR = 0x48, SP_HANDED = 0x49, SP_REAPED = 0x4A, SP_FATAL = 0x4F,
 };
 
-enum { SP_F_DETACHED = 1, SP_F_SET_UID = 2, SP_F_SET_GID = 4, SP_F_HANDOVER = 8 };
+enum { SP_F_DETACHED = 1, SP_F_SET_UID = 2, SP_F_SET_GID = 4, SP_F_HANDOVER = 8, SP_F_SAME_ENV = 16 };
 enum { SP_IO_PIPE = 0, SP_IO_IGNORE = 1, SP_IO_FD0 = 2, SP_IO_FD1 = 3, SP_IO_FD2 = 4 };
 
 /* Bytes inside a frame; a `str` is one of these (no terminator). */

@@ -151,14 +151,76 @@ static char *copy_str(char **at, struct sp_bytes b)
 	return s;
 }
 
-/* Copies the request into mem's arena. 0 or -ENOMEM. */
+/* An environment as execve takes it, in one block: the pointers, then the
+ * strings. The one noted last is kept for SPAWNs with SAME_ENV, and each
+ * plan holds the one its envp points into: a parked child reads it after
+ * the server has moved on, perhaps to another environment. */
+struct envset {
+	unsigned refs;
+	const char *path;       /* the value of its first PATH= (getenv's), or NULL */
+	char *envp[];
+};
+
+static struct envset *noted_env;
+
+static void env_unref(struct envset *e)
+{
+	if (e && --e->refs == 0)
+		free(e);
+}
+
+static struct envset *env_new(const struct sp_list *l)
+{
+	size_t ptrs = ((size_t)l->count + 1) * sizeof(char *);
+	/* raw: 4 + len >= len + 1 per string */
+	struct envset *e = malloc(sizeof(*e) + ptrs + l->raw_len);
+	const uint8_t *at = l->raw;
+	struct sp_bytes s;
+	char *str;
+
+	if (!e)
+		return NULL;
+	e->refs = 1;
+	e->path = NULL;
+	str = (char *)e + sizeof(*e) + ptrs;
+	for (uint32_t i = 0; i < l->count; i++) {
+		at = sp_list_next(at, &s);
+		e->envp[i] = copy_str(&str, s);
+		if (!e->path && strncmp(e->envp[i], "PATH=", 5) == 0)
+			e->path = e->envp[i] + 5;
+	}
+	e->envp[l->count] = NULL;
+	return e;
+}
+
+int spawn_note_env(const struct sp_msg *m)
+{
+	struct envset *e;
+
+	if (m->flags & SP_F_SAME_ENV)
+		return noted_env ? 0 : -ENOENT;
+	if (!(e = env_new(&m->env)))
+		return -ENOMEM;
+	env_unref(noted_env);
+	noted_env = e;
+	return 0;
+}
+
+void plan_release(struct plan *p)
+{
+	env_unref(p->env);
+	p->env = NULL;
+}
+
+/* Copies the request into mem's arena; the environment is the noted one.
+ * 0 or -ENOMEM. */
 static int plan_build(const struct sp_msg *m, struct plan *p,
 		      struct plan_mem *mem, const char **file,
 		      const char **path_env)
 {
-	size_t nptr = 1 + m->argv.count + 1 + m->env.count + 1;
+	size_t nptr = 1 + m->argv.count + 1;
 	size_t need = nptr * sizeof(char *) + m->file.n + 1 + m->cwd.n + 1 +
-		      m->argv.raw_len + m->env.raw_len;  /* raw: 4 + len >= len + 1 */
+		      m->argv.raw_len;  /* raw: 4 + len >= len + 1 */
 	const uint8_t *at;
 	struct sp_bytes s;
 	char *str;
@@ -172,7 +234,6 @@ static int plan_build(const struct sp_msg *m, struct plan *p,
 		mem->cap = need;
 	}
 	p->argv = (char **)(void *)mem->arena + 1;
-	p->envp = p->argv + m->argv.count + 1;
 	str = mem->arena + nptr * sizeof(char *);
 	*file = copy_str(&str, m->file);
 	p->cwd = m->cwd.n ? copy_str(&str, m->cwd) : NULL;
@@ -182,15 +243,10 @@ static int plan_build(const struct sp_msg *m, struct plan *p,
 		p->argv[i] = copy_str(&str, s);
 	}
 	p->argv[m->argv.count] = NULL;
-	*path_env = NULL;
-	at = m->env.raw;
-	for (uint32_t i = 0; i < m->env.count; i++) {
-		at = sp_list_next(at, &s);
-		p->envp[i] = copy_str(&str, s);
-		if (!*path_env && strncmp(p->envp[i], "PATH=", 5) == 0)
-			*path_env = p->envp[i] + 5;     /* getenv takes the first */
-	}
-	p->envp[m->env.count] = NULL;
+	p->env = noted_env;
+	p->env->refs++;
+	p->envp = p->env->envp;
+	*path_env = p->env->path;
 	return 0;
 }
 
@@ -285,6 +341,7 @@ int spawn_prepare(const struct sp_msg *m, struct plan *p, struct plan_mem *mem,
 
 	for (int i = 0; i < 3; i++)
 		child_end[i] = server_end[i] = -1;
+	p->env = NULL;
 	*syscall = "malloc";
 	if ((r = plan_build(m, p, mem, &file, &path_env)) < 0)
 		return r;
@@ -295,9 +352,11 @@ int spawn_prepare(const struct sp_msg *m, struct plan *p, struct plan_mem *mem,
 	*syscall = "spawn";
 	r = path_search(file, path_env, p->cwd, mem->path, mem->scratch,
 			sizeof(mem->path), &p->path);
+	if (r == 0)
+		r = open_stdio(m->stdio, p, child_end, server_end, syscall);
 	if (r < 0)
-		return r;
-	return open_stdio(m->stdio, p, child_end, server_end, syscall);
+		plan_release(p);
+	return r;
 }
 
 int spawn_start(const struct sp_msg *m, struct spawn_out *o,
@@ -311,6 +370,7 @@ int spawn_start(const struct sp_msg *m, struct spawn_out *o,
 		return r;
 	r = start(&p, &o->pidfd);
 	close_fds3(child_end);
+	plan_release(&p);       /* the child has exec'd, or failed */
 	plan_mem_trim(&vfork_mem);
 	*syscall = "spawn";
 	if (r < 0) {

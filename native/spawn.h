@@ -10,12 +10,14 @@
 #include <sys/types.h>
 
 struct sp_msg;
+struct envset;
 
 /* Everything the child needs, prepared by the server. */
 struct plan {
 	const char *path;       /* what to execve */
 	char **argv;            /* argv[-1] is spare, for the /bin/sh fallback */
-	char **envp;
+	char **envp;            /* env's: held until plan_release */
+	struct envset *env;
 	const char *cwd;        /* NULL: the server's */
 	int src[3];             /* fds to put on 0, 1, 2; all >= 3 */
 	uint32_t flags, uid, gid;
@@ -45,11 +47,22 @@ struct spawn_out {
  * 0, or -errno with *what naming the call that failed. */
 int spawn_init(const char **what);
 
+/* Takes note of the environment a validated SPAWN carries: it becomes the
+ * one later SPAWNs with SAME_ENV run with (docs/protocol.md). Call it for
+ * every SPAWN, first: the client counts on it whatever becomes of the
+ * request. 0; -ENOENT for SAME_ENV before any environment came; -ENOMEM. */
+int spawn_note_env(const struct sp_msg *m);
+
+/* Lets go of a plan's environment (once its child has exec'd, or will
+ * never run); no-op for a plan without one. */
+void plan_release(struct plan *p);
+
 /* Builds the plan of a validated SPAWN in mem, searches the PATH and opens
  * the stdio: child_end[] are the fds the child takes (the server closes them
- * once the child has its own copies), server_end[] ours. 0, or -errno with
- * *syscall "spawn" (the program lookup) or the call that failed. On failure
- * nothing stays open. */
+ * once the child has its own copies), server_end[] ours. The plan holds the
+ * noted environment (plan_release). 0, or -errno with *syscall "spawn" (the
+ * program lookup) or the call that failed. On failure nothing stays open
+ * or held. */
 int spawn_prepare(const struct sp_msg *m, struct plan *p, struct plan_mem *mem,
 		  int child_end[3], int server_end[3], const char **syscall);
 

@@ -152,9 +152,9 @@ class Conn {
 const shared = new Conn();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-test('handshake: HELLO answers version 4, the server pid, and no parked children without a feed on fd 4', async () => {
+test('handshake: HELLO answers version 5, the server pid, and no parked children without a feed on fd 4', async () => {
   const h = await shared.frame((m) => m.type === P.T.S_HELLO);
-  assert.equal(h.version, 4);
+  assert.equal(h.version, P.VERSION);
   assert.equal(h.pid, shared.proc.pid);
   assert.equal(h.parked, 0);
 });
@@ -479,25 +479,23 @@ test('protocol errors: FATAL then exit 3; wrong version: HELLO then exit 2', asy
   // is the contract here.
   await flood.frame((m) => m.type === P.T.FATAL).catch((err) => assert.match(err.message, /socket closed/));
   assert.equal((await flood.exit).code, 3);
-  const v5 = new Conn({ hello: false });
-  v5.send(P.encodeHello(4, 5));
-  assert.equal((await v5.frame((m) => m.type === P.T.S_HELLO)).version, 4);
-  assert.equal((await v5.exit).code, 2);
-  // Version 3 did not answer REAP, whose REAPED a version 4 client awaits:
-  // its client's HELLO is refused the same way.
-  const v3 = new Conn({ hello: false });
-  v3.send(P.encodeHello(4, 3));
-  assert.equal((await v3.frame((m) => m.type === P.T.S_HELLO)).version, 4);
-  assert.equal((await v3.exit).code, 2);
-  // Version 2 had no handover either.
-  const v2 = new Conn({ hello: false });
-  v2.send(P.encodeHello(4, 2));
-  assert.equal((await v2.frame((m) => m.type === P.T.S_HELLO)).version, 4);
-  assert.equal((await v2.exit).code, 2);
+  const v6 = new Conn({ hello: false });
+  v6.send(P.encodeHello(4, 6));
+  assert.equal((await v6.frame((m) => m.type === P.T.S_HELLO)).version, P.VERSION);
+  assert.equal((await v6.exit).code, 2);
+  // Version 4 sent every SPAWN's environment and knew no SAME_ENV; version
+  // 3 did not answer REAP, whose REAPED a later client awaits; version 2
+  // had no handover either: their clients' HELLOs are refused the same way.
+  for (const old of [4, 3, 2]) {
+    const conn = new Conn({ hello: false });
+    conn.send(P.encodeHello(4, old));
+    assert.equal((await conn.frame((m) => m.type === P.T.S_HELLO)).version, P.VERSION, `version ${old}`);
+    assert.equal((await conn.exit).code, 2);
+  }
   // Version 1's HELLO had no parked count: still answered, with our version.
   const v1 = new Conn({ hello: false });
   v1.send(Buffer.from([9, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0]));
-  assert.equal((await v1.frame((m) => m.type === P.T.S_HELLO)).version, 4);
+  assert.equal((await v1.frame((m) => m.type === P.T.S_HELLO)).version, P.VERSION);
   assert.equal((await v1.exit).code, 2);
 });
 
@@ -733,4 +731,65 @@ test('parked: a detached SPAWN naming an ordinary parked pid (or the reverse) is
   d.spawnParked(await d.parkedPid(5000, true), ['true']);
   assert.match((await d.frame((m) => m.type === P.T.FATAL)).message, /session-leader/);
   assert.equal((await d.exit).code, 3);
+});
+
+// SAME_ENV (protocol 5): the environment of the last SPAWN that carried one.
+const sameEnv = (id, argv, pid = 0, opts = {}) =>
+  P.encodeSpawn(id, request(argv, { ...opts, env: [] }), pid, P.FLAG_SAME_ENV);
+
+test('SAME_ENV: the child gets the last environment sent, whatever became of that request, parked or not', async () => {
+  const c = new Conn({ parked: 4 });
+  const envA = [`PATH=${process.env.PATH}`, 'WHICH=a', 'LANG=C'];
+  const envB = [`PATH=${process.env.PATH}`, 'WHICH=b'];
+  const a = await c.run(['env'], { env: envA });
+  assert.deepEqual(a.out.toString().trim().split('\n'), envA);
+  for (const pid of [0, await c.parkedPid()]) {
+    const id = c.nextId++;
+    c.send(sameEnv(id, ['env'], pid));
+    const r = await c.collect(id);
+    assert.deepEqual(r.out.toString().trim().split('\n'), envA, `pid ${pid}`);
+  }
+  // A request that fails still notes its environment: the client counts on it.
+  assert.deepEqual((await c.run(['no-such-program-here'], { env: envB })).error, [ENOENT, 'spawn']);
+  const id = c.nextId++;
+  c.send(sameEnv(id, ['printenv', 'WHICH']));
+  assert.equal((await c.collect(id)).out.toString(), 'b\n');
+  // The PATH searched is the noted environment's.
+  const bin = mkdtempSync(join(dir, 'same-env-bin-'));
+  writeFileSync(join(bin, 'same-env-prog'), '#!/bin/sh\necho found\n');
+  chmodSync(join(bin, 'same-env-prog'), 0o755);
+  await c.run(['true'], { env: [`PATH=${bin}:${process.env.PATH}`] });
+  const found = c.nextId++;
+  c.send(sameEnv(found, ['same-env-prog']));
+  assert.equal((await c.collect(found)).out.toString(), 'found\n');
+});
+
+test('SAME_ENV: parked children woken before the environment changed keep theirs', async () => {
+  const c = new Conn({ parked: 8 });
+  // Each child reads its environment after a pause, when the server has
+  // long moved on to the next environment (and freed nothing it used).
+  const ids = [];
+  for (let i = 0; i < 6; i++) {
+    const pid = await c.parkedPid();
+    const id = c.nextId++;
+    const env = [`PATH=${process.env.PATH}`, `N=${i}`];
+    c.send(i % 2 === 0
+      ? P.encodeSpawn(id, request(['sh', '-c', 'sleep 0.05; echo $N'], { env }), pid)
+      : sameEnv(id, ['sh', '-c', 'sleep 0.05; echo $N'], pid));
+    ids.push([id, i % 2 === 0 ? i : i - 1]);
+  }
+  for (const [id, n] of ids) assert.equal((await c.collect(id)).out.toString(), `${n}\n`);
+});
+
+test('SAME_ENV before any environment, or with environment strings: FATAL, exit 3', async () => {
+  const first = new Conn();
+  first.send(sameEnv(1, ['true']));
+  assert.match((await first.frame((m) => m.type === P.T.FATAL)).message, /SAME_ENV before any environment/);
+  assert.equal((await first.exit).code, 3);
+  const both = new Conn();
+  const frame = P.encodeSpawn(1, request(['true']), 0);
+  frame.writeUInt32LE(frame.readUInt32LE(13) | P.FLAG_SAME_ENV, 13);
+  both.send(frame);
+  assert.match((await both.frame((m) => m.type === P.T.FATAL)).message, /SAME_ENV carries environment/);
+  assert.equal((await both.exit).code, 3);
 });
