@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import * as nodeCp from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 import { createPool } from '../../lib/index.js';
 import { addon } from '../../lib/launch.js';
 
@@ -140,13 +141,24 @@ async function yesOutcome(spawn, bytes) {
   return { code, signal, reset: /reset by peer/i.test(err) || /Broken pipe/i.test(err) ? err.trim().split(': ').pop() : err.trim() };
 }
 
+// How `yes` ends races under node:child_process itself: blocked on the full
+// socket when its reader goes, it reads ECONNRESET and exits 1 (the usual
+// outcome); in the middle of a write, it gets SIGPIPE (seen in CI runs of
+// this test). Either is Node's; anything else (EPIPE's "Broken pipe", a
+// hang, another signal) is not.
+const YES_UNDER_NODE = [
+  { code: 1, signal: null, reset: 'Connection reset by peer' },
+  { code: null, signal: 'SIGPIPE', reset: '' },
+];
+
 test('destroying a handed-over stdout ends the writer as under node:child_process (differential)', { skip }, async () => {
   const pool = createPool({ size: 1 });
   try {
     const node = await yesOutcome(nodeCp.spawn, 2 * MB);
     const ours = await yesOutcome(pool.spawn, 2 * MB);
     assert.ok(pool.stats().handedOver >= 1);
-    assert.deepEqual(ours, node);
+    assert.ok(YES_UNDER_NODE.some((o) => isDeepStrictEqual(o, node)), `node:child_process: ${JSON.stringify(node)}`);
+    assert.ok(YES_UNDER_NODE.some((o) => isDeepStrictEqual(o, ours)), `spawnpool: ${JSON.stringify(ours)}`);
   } finally {
     await pool.close();
   }
