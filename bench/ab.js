@@ -61,7 +61,7 @@ async function main() {
   }
   const checkouts = positionals.map((p) => realpathSync(p));
   for (const co of checkouts) {
-    if (!existsSync(join(co, 'native/build/spawnd'))) throw new Error(`${co}: no native/build/spawnd (run npm install there)`);
+    if (!existsSync(join(co, 'native/build/spawnd'))) throw new Error(`${co}: no native/build/spawnd (run node scripts/build-native.js there)`);
   }
   const requests = Number(opt.requests);
   const connections = Math.max(1, Math.round(Number(opt.connections) / checkouts.length));
