@@ -33,6 +33,7 @@ export class ChildProcess extends EventEmitter {
         Object.defineProperty(this, name, { value: null, writable: true, enumerable: true, configurable: true });
       }
     } else {
+      // Created in the same order as under Bun: the same key order either way.
       this.connected = null;
       this.stdin = null;
       this.stdout = null;
