@@ -10,14 +10,15 @@ const kSession = Symbol('spawnpool.session');
 
 // Bun's ChildProcess.prototype (our prototype's prototype) has getters
 // without setters for some of Node's fields, and assigning to an inherited
-// getter-only property throws in strict mode: under Bun they are defined
-// as own data properties. Node's has none, and plain assignments are far
+// getter-only property throws in strict mode (an inherited setter would
+// run instead): where the prototype has accessors for them (Bun) they are
+// defined as own data properties. Node's has none, and plain assignments are far
 // cheaper than five defineProperty calls per spawn.
 const FIRST_FIELDS = ['connected', 'stdin', 'stdout', 'stderr', 'stdio'];
 const GETTER_ONLY = FIRST_FIELDS.some((name) => {
   for (let proto = NodeChildProcess.prototype; proto !== null; proto = Object.getPrototypeOf(proto)) {
     const desc = Object.getOwnPropertyDescriptor(proto, name);
-    if (desc !== undefined) return desc.set === undefined && desc.get !== undefined;
+    if (desc !== undefined) return !('value' in desc);
   }
   return false;
 });

@@ -542,7 +542,10 @@ static napi_value stat_path(napi_env env, napi_callback_info info)
 	size_t argc = 2, len = 0, n = 0;
 	napi_value args[2];
 	napi_typedarray_type type;
-	char path[PATH_MAX + 1];        /* one more: a longer path shows as truncated */
+	/* Room for PATH_MAX bytes and then some: the copy stops short of a
+	 * character that does not fit whole (up to 4 bytes in UTF-8), so a
+	 * longer path still comes out at least PATH_MAX long. */
+	char path[PATH_MAX + 4];
 	int32_t *out = NULL;
 	struct stat st;
 

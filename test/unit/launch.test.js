@@ -118,8 +118,20 @@ test('statPath answers what fs.statSync says: mode, uid and gid, or its errno', 
   symlinkSync(join(dir, 'nowhere'), join(dir, 'dangling'));
   symlinkSync(join(dir, 'loop'), join(dir, 'loop'));
   const long = (n) => `/${'a'.repeat(n - 1)}`;
+  // A file whose path is 4095 bytes: the most the kernel takes. The same
+  // with one more character, of 1 to 4 bytes (or a lone surrogate, 3 as
+  // U+FFFD), is too long, whatever byte the limit falls in.
+  let deep = dir;
+  while (deep.length < 4095 - 300) {
+    deep = join(deep, 'd'.repeat(200));
+    mkdirSync(deep);
+  }
+  const edge = join(deep, 'e'.repeat(4095 - deep.length - 1));
+  writeFileSync(edge, '');
+  assert.equal(Buffer.byteLength(edge), 4095);
   const paths = [file, join(dir, 'd'), join(dir, 'link'), join(dir, 'dangling'), join(dir, 'loop'), join(dir, 'missing'),
-    join(file, 'below'), '/', '/dev/null', 'relative-missing', '', long(4095), long(4096), long(5000), `${dir}/é€😀`];
+    join(file, 'below'), '/', '/dev/null', 'relative-missing', '', long(4095), long(4096), long(5000), `${dir}/é€😀`,
+    edge, ...['x', 'é', '€', '😀', '\uD800'].map((c) => edge + c)];
   const out = new Int32Array(3);
   for (const path of paths) {
     let expected;
