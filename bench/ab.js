@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { budget, snapshot } from './lib/budget.js';
 import { ensureCatFile } from './lib/fixture.js';
 import { killAll, startServer } from './lib/server.js';
-import { median } from './lib/stats.js';
+import { fmtRatio, medianBudget } from './lib/stats.js';
 import { buildAll, detectTools, recipes } from './lib/tools.js';
 
 const HELP = `usage: npm run bench:ab -- [options] <checkout> [<checkout>...]
@@ -30,6 +30,8 @@ const HELP = `usage: npm run bench:ab -- [options] <checkout> [<checkout>...]
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const buildDir = join(benchDir, 'build');
 const CLASSES = [['main', 'main thread'], ['threads', 'other threads'], ['servers', 'spawn servers'], ['children', 'children']];
+/** spawnpool's own CPU in a budget: the Node process and the spawn servers, not the children. */
+const own = (b) => b.main + b.threads + b.servers;
 
 /** Sends exactly `requests` GETs with bombardier; resolves when it is done. */
 function load(bombardier, port, path, requests, connections) {
@@ -40,8 +42,8 @@ function load(bombardier, port, path, requests, connections) {
     p.stdout.on('data', (d) => (out += d));
     p.on('error', reject);
     p.on('close', (code) => {
-      const errors = /"errors":\s*\[\s*\{/.test(out) || !/"req2xx":\s*(\d+)/.test(out) || Number(/"req2xx":\s*(\d+)/.exec(out)[1]) !== requests;
-      if (code === 0 && !errors) resolve();
+      const ok2xx = /"req2xx":\s*(\d+)/.exec(out);
+      if (code === 0 && !/"errors":\s*\[\s*\{/.test(out) && Number(ok2xx?.[1]) === requests) resolve();
       else reject(new Error(`bombardier against :${port}: exit ${code}, not every response was a 2xx`));
     });
   });
@@ -87,17 +89,15 @@ async function main() {
     const after = servers.map((s) => snapshot(s.pid));
     servers.forEach((s, i) => rows[i].push(budget(before[i], after[i], s.pid, requests)));
     await Promise.all(servers.map((s) => s.stop()));
-    process.stderr.write(`round ${round + 1}: ${checkouts.map((co, i) => `${basename(co)} ${Math.round(rows[i][round].total - rows[i][round].children)} µs`).join(', ')} of their own per request\n`);
+    process.stderr.write(`round ${round + 1}: ${checkouts.map((co, i) => `${basename(co)} ${Math.round(own(rows[i][round]))} µs`).join(', ')} of their own per request\n`);
   }
-  const med = (i, k) => median(rows[i].map((r) => r[k]));
-  const first = (k) => med(0, k);
+  const medians = rows.map(medianBudget);
   process.stdout.write(`\nCPU per ${opt.workload} request, µs (medians of ${opt.rounds} rounds, ${requests} requests each, the checkouts side by side)\n\n`);
   process.stdout.write(`| checkout | ${CLASSES.map(([, t]) => t).join(' | ')} | spawnpool's own | vs ${basename(checkouts[0])} |\n`);
   process.stdout.write(`| --- |${' ---: |'.repeat(CLASSES.length + 2)}\n`);
   checkouts.forEach((co, i) => {
-    const own = med(i, 'main') + med(i, 'threads') + med(i, 'servers');
-    const base = first('main') + first('threads') + first('servers');
-    process.stdout.write(`| ${basename(co)} | ${CLASSES.map(([k]) => Math.round(med(i, k))).join(' | ')} | ${Math.round(own)} | ${(own / base).toFixed(2)}x |\n`);
+    const b = medians[i];
+    process.stdout.write(`| ${basename(co)} | ${CLASSES.map(([k]) => Math.round(b[k])).join(' | ')} | ${Math.round(own(b))} | ${fmtRatio(own(b) / own(medians[0]))} |\n`);
   });
   return 0;
 }
