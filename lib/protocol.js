@@ -238,7 +238,6 @@ const payloadDecoders = {
   },
   [T.SPAWNED]: (r, m) => { m.pid = r.u32(); },
   [T.SPAWN_ERROR]: (r, m) => { m.errno = r.i32(); m.syscall = r.str(); },
-  [T.DATA]: (r, m) => { m.fd = fdField(r, [1, 2]); m.data = nonEmpty(r); },
   [T.END]: (r, m) => { m.fd = fdField(r, [0, 1, 2]); m.errno = r.i32(); },
   [T.WROTE]: (r, m) => { m.bytes = r.u32(); },
   [T.EXIT]: (r, m) => { m.code = r.i32(); m.signal = r.i32(); },
@@ -248,9 +247,18 @@ const payloadDecoders = {
   [T.FATAL]: (r, m) => { m.message = r.str(); },
 };
 
+/** A DATA frame at buf[start..end): its payload as a view of `buf`. */
+function decodeData(buf, start, end) {
+  if (end - start < HEADER + 2) throw new ProtocolError(end - start < HEADER + 1 ? 'truncated payload' : 'empty data');
+  const fd = buf[start + HEADER];
+  if (fd !== 1 && fd !== 2) throw new ProtocolError(`bad fd ${fd}`);
+  return { type: T.DATA, id: buf.readUInt32LE(start + 5), fd, data: buf.subarray(start + HEADER + 1, end), owned: false };
+}
+
 /** Decodes one frame at buf[start..end) (header included) into a message object. */
 export function decodeFrame(buf, start, end) {
   const type = buf[start + 4];
+  if (type === T.DATA) return decodeData(buf, start, end);
   const decode = payloadDecoders[type];
   if (decode === undefined) throw new ProtocolError(`unknown frame type 0x${type.toString(16)}`);
   const msg = { type, id: buf.readUInt32LE(start + 5) };
@@ -258,14 +266,6 @@ export function decodeFrame(buf, start, end) {
   decode(r, msg);
   r.done();
   return msg;
-}
-
-/** A DATA frame at buf[start..end): its payload as a view of `buf`. */
-function decodeData(buf, start, end) {
-  if (end - start < HEADER + 2) throw new ProtocolError(end - start < HEADER + 1 ? 'truncated payload' : 'empty data');
-  const fd = buf[start + HEADER];
-  if (fd !== 1 && fd !== 2) throw new ProtocolError(`bad fd ${fd}`);
-  return { type: T.DATA, id: buf.readUInt32LE(start + 5), fd, data: buf.subarray(start + HEADER + 1, end), owned: false };
 }
 
 /**
@@ -322,7 +322,7 @@ export class Decoder {
           break;
         }
         const end = off + 4 + len;
-        const msg = chunk[off + 4] === T.DATA ? decodeData(chunk, off, end) : decodeFrame(chunk, off, end);
+        const msg = decodeFrame(chunk, off, end);
         off = end;
         this.onMessage(msg);
       }
