@@ -98,9 +98,11 @@ function readSelf() {
     dirOverride: has(CAP_DAC_OVERRIDE) || has(CAP_DAC_READ_SEARCH),
     setuid: has(CAP_SETUID),
     setgid: has(CAP_SETGID),
-    uidMap: readIdMap('/proc/self/uid_map'),
-    gidMap: readIdMap('/proc/self/gid_map'),
-    argLimit: argLimit(),
+    // Read when first needed (a spawn with uid/gid, one with large
+    // arguments): most processes never need them.
+    uidMap: undefined,
+    gidMap: undefined,
+    argLimit: undefined,
   };
 }
 
@@ -324,8 +326,11 @@ function tooBig(filename, argv, env) {
     units += n + 1;
     if (n > longest) longest = n;
   }
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: most calls stop here,
+  // within the budget's floor.
+  if (longest * 3 + 1 <= MAX_ARG_STRLEN && units * 3 <= ARG_MAX - 8 * count) return false;
+  self.argLimit ??= argLimit();
   const budget = self.argLimit - 8 * count;
-  // UTF-8 takes at most 3 bytes per UTF-16 unit: most calls stop here.
   if (longest * 3 + 1 <= MAX_ARG_STRLEN && units * 3 <= budget) return false;
   if (units > budget) return true;
   let bytes = utf8Length(filename) + 1;
@@ -385,10 +390,12 @@ export function checkSpawn({ file, argv, env, cwd, uid, gid }) {
   let e = cwdErrno(cwd);
   if (e !== 0) return e;
   if (gid !== undefined) {
+    if (self.gidMap === undefined) self.gidMap = readIdMap('/proc/self/gid_map');
     e = idErrno(gid, self.gidMap, self.setgid, self.rgid, self.sgid);
     if (e !== 0) return e;
   }
   if (uid !== undefined) {
+    if (self.uidMap === undefined) self.uidMap = readIdMap('/proc/self/uid_map');
     e = idErrno(uid, self.uidMap, self.setuid, self.ruid, self.suid);
     if (e !== 0) return e;
   }
