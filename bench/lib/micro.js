@@ -21,7 +21,7 @@ const byImpl = (results, impl) => results.find((r) => r.impl === impl) ?? null;
 /** Run every micro-benchmark; failures are recorded, never thrown. */
 export async function runMicro({ benchDir, config, builds, env, progress, trueBin, bun = null }) {
   const m = config.micro;
-  const out = { trueBin, ceiling: [], raw: [], bun: [], eld: null, heaps: [], cold: [], errors: [] };
+  const out = { trueBin, ceiling: [], raw: [], bun: [], eld: [], heaps: [], cold: [], errors: [] };
   const attempt = async (what, fn) => {
     try {
       return await fn();
@@ -61,8 +61,13 @@ export async function runMicro({ benchDir, config, builds, env, progress, trueBi
       if (c) out.cold.push(c);
     }
   }
-  progress.status(`micro · event-loop delay at ${m.rate} spawns/s (${m.eldSeconds}s each)`);
-  out.eld = await attempt('event-loop', () => nodeScript(benchDir, 'event-loop.js', ['--seconds', String(m.eldSeconds), '--rate', String(m.rate), '--file', trueBin], env, 90_000));
+  // One run's p99 moves by a millisecond on a loaded machine: a run per
+  // round, each measuring node:child_process, spawnpool and the floor in turn.
+  for (let round = 0; round < m.rounds; round++) {
+    progress.status(`micro · event-loop delay at ${m.rate} spawns/s (${m.eldSeconds}s each) ${round + 1}/${m.rounds}`);
+    const e = await attempt('event-loop', () => nodeScript(benchDir, 'event-loop.js', ['--seconds', String(m.eldSeconds), '--rate', String(m.rate), '--file', trueBin], env, 90_000));
+    if (e) out.eld.push(e);
+  }
   for (const mb of m.heaps) {
     progress.status(`micro · parent holds ${mb} MB of Buffers (allocating, then ${m.seconds}s per impl)`);
     const h = await attempt(`heap ${mb} MB`, () => nodeScript(benchDir, 'spawn-rate.js', ['--heap-mb', String(mb), '--seconds', String(m.seconds), '--concurrency', String(m.concurrency), '--file', trueBin], env, 180_000));
@@ -74,14 +79,24 @@ export async function runMicro({ benchDir, config, builds, env, progress, trueBi
 /** Collapse micro results into the numbers the report shows. */
 export function summarizeMicro(micro) {
   const rate = (runs, impl) => median(runs.map((r) => byImpl(r.results, impl)?.rate));
-  const unavailable = (impl) => [...micro.raw, ...(micro.eld ? [micro.eld] : []), ...micro.heaps]
+  // Results of runs before 11-27 hold one event-loop run, not a list.
+  const eldRuns = Array.isArray(micro.eld) ? micro.eld : micro.eld ? [micro.eld] : [];
+  const unavailable = (impl) => [...micro.raw, ...eldRuns, ...micro.heaps]
     .map((r) => byImpl(r.results, impl)?.unavailable).find(Boolean) ?? null;
   const sp = micro.raw.map((r) => byImpl(r.results, 'spawnpool')).filter((r) => r?.rss);
   const servers = sp.length ? sp[sp.length - 1].rss.servers : [];
-  const eld = (impl) => {
-    const r = micro.eld ? byImpl(micro.eld.results, impl) : null;
+  // Event-loop delay: field by field medians of the runs.
+  const fieldMedians = (rs) => (rs.length === 0 ? null
+    : Object.fromEntries(Object.keys(rs[0]).filter((k) => typeof rs[0][k] === 'number').map((k) => [k, median(rs.map((r) => r[k]))])));
+  const eldOf = (run, impl) => {
+    const r = byImpl(run.results, impl);
     return r && !r.unavailable && Number.isFinite(r.eldP99) ? r : null;
   };
+  const eld = (impl) => fieldMedians(eldRuns.map((run) => eldOf(run, impl)).filter(Boolean));
+  const floors = eldRuns.map((run) => run.floor).filter((f) => Number.isFinite(f?.eldP99));
+  // spawnpool over the floor: the median of each run's own difference.
+  const gaps = eldRuns.filter((run) => eldOf(run, 'spawnpool') && Number.isFinite(run.floor?.eldP99))
+    .map((run) => eldOf(run, 'spawnpool').eldP99 - run.floor.eldP99);
   // CPU µs per spawn by where it runs, medians over the rounds.
   const cpu = (runs, impl) => {
     const per = runs.map((r) => byImpl(r.results, impl)?.cpu).filter(Boolean);
@@ -101,7 +116,10 @@ export function summarizeMicro(micro) {
     ceiling: median(micro.ceiling.map((c) => c.rate)),
     ceilingThreads: micro.ceiling[0]?.threads ?? null,
     raw: { node: rate(micro.raw, 'node'), spawnpool: rate(micro.raw, 'spawnpool') },
-    eld: { node: eld('node'), spawnpool: eld('spawnpool'), floor: micro.eld?.floor ?? null },
+    eld: {
+      node: eld('node'), spawnpool: eld('spawnpool'), floor: fieldMedians(floors),
+      gap: gaps.length ? median(gaps) : null, runs: eldRuns.length,
+    },
     heaps: micro.heaps.map((h) => ({ mb: h.heapMB, rssMB: h.rssMB, node: byImpl(h.results, 'node')?.rate ?? null, spawnpool: byImpl(h.results, 'spawnpool')?.rate ?? null })),
     serverRss: { source: sp.length ? sp[sp.length - 1].rss.source : null, servers },
     spawnpoolUnavailable: unavailable('spawnpool'),

@@ -143,3 +143,27 @@ test('summarizeMicro: an unavailable spawnpool yields nulls and its reason, neve
   r.targets = computeTargets(r);
   assert.match(renderMarkdown(r), /\| raw spawns\/s .* \| 900\/s \| not built \|/);
 });
+
+test('summarizeMicro: event-loop delay is the median of the runs, and the gap over the floor the median of each run\'s own', () => {
+  const run = (node, sp, floor) => ({
+    results: [{ impl: 'node', eldP99: node, eldMax: 2 * node, achieved: 700 }, { impl: 'spawnpool', eldP99: sp, eldMax: 2 * sp, achieved: 990 }],
+    floor: { impl: 'floor', eldP99: floor, eldMax: floor },
+  });
+  const m = summarizeMicro({
+    ceiling: [], raw: [], heaps: [], errors: [],
+    eld: [run(18, 4.0, 3.0), run(20, 3.5, 3.4), run(25, 6.0, 3.2)],
+  });
+  assert.equal(m.eld.runs, 3);
+  assert.equal(m.eld.node.eldP99, 20);
+  assert.equal(m.eld.spawnpool.eldP99, 4.0);
+  assert.equal(m.eld.spawnpool.eldMax, 8);
+  assert.equal(m.eld.floor.eldP99, 3.2);
+  // Each run's own difference: 1.0, 0.1, 2.8; not 4.0 - 3.2.
+  assert.ok(Math.abs(m.eld.gap - 1.0) < 1e-9, String(m.eld.gap));
+  const r = fakeResults();
+  r.micro.summary = m;
+  const gap = computeTargets(r).find((t) => t.name.startsWith('event-loop delay p99 ≤ floor'));
+  assert.ok(Math.abs(gap.value - 1.0) < 1e-9);
+  assert.equal(gap.met, false);
+  assert.match(renderMarkdown({ ...r, targets: computeTargets(r) }), /medians of 3 runs/);
+});
