@@ -148,7 +148,8 @@ function microTable(results) {
     const rel = (v, base) => (h === small || v == null || base == null ? '' : ` (${fmtRatio(ratio(v, base))})`);
     lines.push(row([`spawns/s, parent holds ${size} of Buffers (RSS ${fmtNum(h.rssMB)} MB)`,
       h.node == null ? '–' : `${rate(h.node)}${rel(h.node, small.node)}`,
-      h.spawnpool == null ? na : `${rate(h.spawnpool)}${rel(h.spawnpool, small.spawnpool)}`, h === small ? 'the small parent' : 'vs the small parent']));
+      h.spawnpool == null ? na : `${rate(h.spawnpool)}${rel(h.spawnpool, small.spawnpool)}`,
+      `${h === small ? 'the small parent' : 'vs the small parent'}${h.runs > 1 ? `; medians of ${h.runs} runs` : ''}`]));
   }
   const srv = m.serverRss.servers;
   lines.push(row(['spawn server RSS (VmRSS)', 'n/a', srv.length ? srv.map((s) => `${fmtNum(s.rssKB)} KB`).join(', ') : na, 'target < 2 MB each']));

@@ -167,3 +167,20 @@ test('summarizeMicro: event-loop delay is the median of the runs, and the gap ov
   assert.equal(gap.met, false);
   assert.match(renderMarkdown({ ...r, targets: computeTargets(r) }), /medians of 3 runs/);
 });
+
+test('summarizeMicro: big-parent rates are medians per heap size over the rounds, in the order run', () => {
+  const h = (mb, node, sp) => ({ heapMB: mb, rssMB: mb + 40, results: [{ impl: 'node', rate: node }, { impl: 'spawnpool', rate: sp }] });
+  const m = summarizeMicro({
+    ceiling: [], raw: [], eld: [], errors: [],
+    heaps: [h(50, 300, 3000), h(4096, 10, 2500), h(50, 320, 3400), h(4096, 11, 3300), h(50, 310, 3200), h(4096, 9, 3100)],
+  });
+  assert.deepEqual(m.heaps, [
+    { mb: 50, rssMB: 90, node: 310, spawnpool: 3200, runs: 3 },
+    { mb: 4096, rssMB: 4136, node: 10, spawnpool: 3100, runs: 3 },
+  ]);
+  const r = fakeResults();
+  r.micro.summary = { ...r.micro.summary, heaps: m.heaps };
+  const big = computeTargets(r).find((t) => t.name.includes('parent ≥ 0.95'));
+  assert.ok(Math.abs(big.value - 3100 / 3200) < 1e-9);
+  assert.match(renderMarkdown({ ...r, targets: computeTargets(r) }), /vs the small parent; medians of 3 runs/);
+});
