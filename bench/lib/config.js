@@ -12,7 +12,7 @@ against Node's approaches, Go and Rust, plus spawn micro-benchmarks.
   --rounds N       rounds, contenders interleaved in each (default 3)
   --requests N     requests per timed run and workload (default 2000; quick 500)
   --warmup N       untimed requests before each timed run, the same load, so
-                   that JIT runtimes are measured warm (default 1000; quick 200)
+                   that JIT runtimes are measured warm (default 3000; quick 200)
   --only a,b       run only these contenders (${CONTENDERS.map((c) => c.id).join(', ')})
                    and/or sections (http, micro)
   --loadgen NAME   force bombardier, wrk or autocannon (default: the first found)
@@ -61,7 +61,9 @@ export function parseConfig(argv) {
   }
   const rounds = int('rounds', values.rounds, 1) ?? (quick ? 1 : 3);
   const requests = int('requests', values.requests, 30) ?? (quick ? 500 : 2000);
-  const warmupRequests = int('warmup', values.warmup, 0) ?? (quick ? 200 : 1000);
+  // Node, Bun and Deno servers settle after about 3,000 requests (their
+  // CPU per request, in chunks of 1,000: docs/benchmarks.md, "Warm-up").
+  const warmupRequests = int('warmup', values.warmup, 0) ?? (quick ? 200 : 3000);
   return {
     help: values.help,
     quick,
