@@ -56,7 +56,7 @@ export function computeTargets(results) {
     const e = mic.eld.spawnpool;
     const fl = mic.eld.floor;
     add(`event-loop delay p99 ≤ floor + 0.5 ms at ${results.config.micro.rate} spawns/s`, sp(mic.eld.gap ?? (e && fl ? e.eldP99 - fl.eldP99 : null)),
-      (v) => `floor + ${v.toFixed(1)} ms`, (v) => v <= 0.5, why('not measured'));
+      (v) => `floor + ${v.toFixed(2)} ms`, (v) => v <= 0.5, why('not measured'));
     const cold = mic.cold?.spawnpool ?? null;
     add('first spawn after import ≤ 10 ms', sp(cold?.toCloseMs ?? null),
       (v) => `${fmtNum(v, 1)} ms to 'close' (node:child_process ${fmtNum(mic.cold?.node?.toCloseMs ?? null, 1)} ms)`, (v) => v <= 10, why('not measured'));
