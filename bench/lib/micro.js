@@ -106,8 +106,13 @@ export function summarizeMicro(micro) {
   const sp = micro.raw.map((r) => byImpl(r.results, 'spawnpool')).filter((r) => r?.rss);
   const servers = sp.length ? sp[sp.length - 1].rss.servers : [];
   // Event-loop delay: field by field medians of the runs.
-  const fieldMedians = (rs) => (rs.length === 0 ? null
-    : Object.fromEntries(Object.keys(rs[0]).filter((k) => typeof rs[0][k] === 'number').map((k) => [k, median(rs.map((r) => r[k]))])));
+  // The fields are those any run has as a number (a run may lack one: no
+  // latencies measured), each the median of the runs that have it.
+  const fieldMedians = (rs) => {
+    if (rs.length === 0) return null;
+    const keys = new Set(rs.flatMap((r) => Object.keys(r).filter((k) => Number.isFinite(r[k]))));
+    return Object.fromEntries([...keys].map((k) => [k, median(rs.map((r) => r[k]))]));
+  };
   const eldOf = (run, impl) => {
     const r = byImpl(run.results, impl);
     return r && !r.unavailable && Number.isFinite(r.eldP99) ? r : null;

@@ -51,7 +51,7 @@ function fakeResults({ spawnpool = true } = {}) {
     http: { workloads: [{ id: 'echo', title: 'echo hi' }, { id: 'cat', title: 'cat' }], summary: { echo: list(1800, 1500, 1600), cat: list(1000, 900, 1100) } },
     micro: { summary: {
       ceiling: 3000, ceilingThreads: 2, raw: { node: 900, spawnpool: spawnpool ? 2700 : null },
-      eld: { node: { eldP99: 20, eldMax: 30, achieved: 800, spawnP50: 5, spawnP99: 9 }, spawnpool: spawnpool ? { eldP99: 3, eldMax: 4, achieved: 1000, spawnP50: 1, spawnP99: 2 } : null, floor: { eldP99: 2.7 } },
+      eld: { node: { eldP99: 20, eldMax: 30, achieved: 800, spawnP50: 5, spawnP99: 9 }, spawnpool: spawnpool ? { eldP99: 3, eldMax: 4, achieved: 1000, spawnP50: 1, spawnP99: 2 } : null, floor: { eldP99: 2.7 }, gap: spawnpool ? 0.3 : null, runs: 3 },
       cpu: { node: { main: 400, threads: 30, servers: 0, children: 800 }, spawnpool: spawnpool ? { main: 30, threads: 20, servers: 30, children: 500 } : null, bun: null },
       cold: { node: { importMs: 1, callMs: 2, toSpawnMs: 2, toCloseMs: 3 }, spawnpool: spawnpool ? { importMs: 15, callMs: 8, toSpawnMs: 9, toCloseMs: 11 } : null },
       heaps: [{ mb: 50, rssMB: 90, node: 400, spawnpool: spawnpool ? 2600 : null }, { mb: 4096, rssMB: 4140, node: 9, spawnpool: spawnpool ? 2500 : null }],
@@ -183,4 +183,22 @@ test('summarizeMicro: big-parent rates are medians per heap size over the rounds
   const big = computeTargets(r).find((t) => t.name.includes('parent ≥ 0.95'));
   assert.ok(Math.abs(big.value - 3100 / 3200) < 1e-9);
   assert.match(renderMarkdown({ ...r, targets: computeTargets(r) }), /vs the small parent; medians of 3 runs/);
+});
+
+test('summarizeMicro: a field one event-loop run lacks is the median of the runs that have it', () => {
+  const run = (sp) => ({ results: [{ impl: 'spawnpool', eldP99: 4, eldMax: 8, achieved: 990, ...sp }], floor: { eldP99: 3, eldMax: 5 } });
+  const m = summarizeMicro({
+    ceiling: [], raw: [], heaps: [], errors: [],
+    eld: [run({ spawnP50: null, spawnP99: null }), run({ spawnP50: 0.2, spawnP99: 3 }), run({ spawnP50: 0.1, spawnP99: 5 })],
+  });
+  assert.ok(Math.abs(m.eld.spawnpool.spawnP50 - 0.15) < 1e-12, String(m.eld.spawnpool.spawnP50));
+  assert.equal(m.eld.spawnpool.spawnP99, 4);
+  assert.equal(m.eld.spawnpool.eldP99, 4);
+});
+
+test('computeTargets: no gap over the floor measured (no run with both), no value', () => {
+  const r = fakeResults();
+  r.micro.summary = { ...r.micro.summary, eld: { ...r.micro.summary.eld, gap: null } };
+  const gap = computeTargets(r).find((t) => t.name.startsWith('event-loop delay p99 ≤ floor'));
+  assert.equal(gap.value, null);
 });
