@@ -184,9 +184,11 @@ test("stdout's 'close' comes after 'exit' when both are read together, however l
     results[name] = seen;
   }
   // Node itself lets the close go first now and then (1 in 10 seen, with
-  // this file's other children running): an occasional one, not most.
+  // this file's other children running; 3 in 10 once on a loaded machine,
+  // 2026-11-27): an occasional one, not most. spawnpool's close waits for
+  // the exit by design, so its bound stays tight.
   const early = (seen) => seen['data,end,stdout close,exit'] ?? 0;
-  assert.ok(early(results.node) <= 2, `Node itself: ${JSON.stringify(results.node)}`);
+  assert.ok(early(results.node) < 5, `Node itself: ${JSON.stringify(results.node)}`);
   assert.ok(early(results.spawnpool) <= 2, JSON.stringify(results));
   assert.equal(results.spawnpool['data,end,exit,stdout close'] >= 8, true, JSON.stringify(results));
 });
