@@ -327,11 +327,12 @@ function tooBig(filename, argv, env) {
     if (n > longest) longest = n;
   }
   // UTF-8 takes at most 3 bytes per UTF-16 unit: most calls stop here,
-  // within the budget's floor.
-  if (longest * 3 + 1 <= MAX_ARG_STRLEN && units * 3 <= ARG_MAX - 8 * count) return false;
+  // within the budget's floor (the stack limit is not even read).
+  const shortStrings = longest * 3 + 1 <= MAX_ARG_STRLEN;
+  if (shortStrings && units * 3 <= ARG_MAX - 8 * count) return false;
   self.argLimit ??= argLimit();
   const budget = self.argLimit - 8 * count;
-  if (longest * 3 + 1 <= MAX_ARG_STRLEN && units * 3 <= budget) return false;
+  if (shortStrings && units * 3 <= budget) return false;
   if (units > budget) return true;
   let bytes = utf8Length(filename) + 1;
   for (let i = 0; i < argv.length; i++) {

@@ -247,11 +247,17 @@ const payloadDecoders = {
   [T.FATAL]: (r, m) => { m.message = r.str(); },
 };
 
+/** The fd of a DATA frame starting at buf[start] (1 or 2: stdout, stderr). */
+function dataFd(buf, start) {
+  const fd = buf[start + HEADER];
+  if (fd !== 1 && fd !== 2) throw new ProtocolError(`bad fd ${fd}`);
+  return fd;
+}
+
 /** A DATA frame at buf[start..end): its payload as a view of `buf`. */
 function decodeData(buf, start, end) {
   if (end - start < HEADER + 2) throw new ProtocolError(end - start < HEADER + 1 ? 'truncated payload' : 'empty data');
-  const fd = buf[start + HEADER];
-  if (fd !== 1 && fd !== 2) throw new ProtocolError(`bad fd ${fd}`);
+  const fd = dataFd(buf, start);
   return { type: T.DATA, id: buf.readUInt32LE(start + 5), fd, data: buf.subarray(start + HEADER + 1, end), owned: false };
 }
 
@@ -346,8 +352,7 @@ export class Decoder {
    */
   startData(chunk, off, len) {
     if (chunk[off + 4] !== T.DATA || chunk.length - off < HEADER + 2) return false;
-    const fd = chunk[off + HEADER];
-    if (fd !== 1 && fd !== 2) throw new ProtocolError(`bad fd ${fd}`);
+    const fd = dataFd(chunk, off);
     const start = off + HEADER + 1;
     const data = Buffer.allocUnsafe(len - 6);
     const filled = chunk.copy(data, 0, start);
