@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { runCapture } from './loadgen.js';
-import { median } from './stats.js';
+import { fieldMedians, median } from './stats.js';
 
 function lastJson(r) {
   const line = r.stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
@@ -88,10 +88,7 @@ function heapSizes(runs) {
   const sizes = [...new Set(runs.map((h) => h.heapMB))];
   return sizes.map((mb) => {
     const these = runs.filter((h) => h.heapMB === mb);
-    const rateOf = (impl) => {
-      const rates = these.map((h) => byImpl(h.results, impl)?.rate).filter(Number.isFinite);
-      return rates.length ? median(rates) : null;
-    };
+    const rateOf = (impl) => median(these.map((h) => byImpl(h.results, impl)?.rate));
     return { mb, rssMB: median(these.map((h) => h.rssMB)), node: rateOf('node'), spawnpool: rateOf('spawnpool'), runs: these.length };
   });
 }
@@ -105,34 +102,26 @@ export function summarizeMicro(micro) {
     .map((r) => byImpl(r.results, impl)?.unavailable).find(Boolean) ?? null;
   const sp = micro.raw.map((r) => byImpl(r.results, 'spawnpool')).filter((r) => r?.rss);
   const servers = sp.length ? sp[sp.length - 1].rss.servers : [];
-  // Event-loop delay: field by field medians of the runs.
-  // The fields are those any run has as a number (a run may lack one: no
-  // latencies measured), each the median of the runs that have it.
-  const fieldMedians = (rs) => {
-    if (rs.length === 0) return null;
-    const keys = new Set(rs.flatMap((r) => Object.keys(r).filter((k) => Number.isFinite(r[k]))));
-    return Object.fromEntries([...keys].map((k) => [k, median(rs.map((r) => r[k]))]));
-  };
+  // Event-loop delay: field by field medians of the runs, over the fields
+  // any run has as a number (a run may lack one: no latencies measured).
+  const numericKeys = (rs) => [...new Set(rs.flatMap((r) => Object.keys(r).filter((k) => Number.isFinite(r[k]))))];
+  const numericMedians = (rs) => fieldMedians(rs, numericKeys(rs));
   const eldOf = (run, impl) => {
     const r = byImpl(run.results, impl);
     return r && !r.unavailable && Number.isFinite(r.eldP99) ? r : null;
   };
-  const eld = (impl) => fieldMedians(eldRuns.map((run) => eldOf(run, impl)).filter(Boolean));
+  const eld = (impl) => numericMedians(eldRuns.map((run) => eldOf(run, impl)).filter(Boolean));
   const floors = eldRuns.map((run) => run.floor).filter((f) => Number.isFinite(f?.eldP99));
   // spawnpool over the floor: the median of each run's own difference.
   const gaps = eldRuns.filter((run) => eldOf(run, 'spawnpool') && Number.isFinite(run.floor?.eldP99))
     .map((run) => eldOf(run, 'spawnpool').eldP99 - run.floor.eldP99);
   // CPU µs per spawn by where it runs, medians over the rounds.
-  const cpu = (runs, impl) => {
-    const per = runs.map((r) => byImpl(r.results, impl)?.cpu).filter(Boolean);
-    if (per.length === 0) return null;
-    return Object.fromEntries(['main', 'threads', 'servers', 'children'].map((k) => [k, median(per.map((c) => c[k]))]));
-  };
+  const cpu = (runs, impl) => fieldMedians(runs.map((r) => byImpl(r.results, impl)?.cpu).filter(Boolean),
+    ['main', 'threads', 'servers', 'children']);
   const bunRuns = micro.bun ?? [];
   const cold = (impl) => {
     const runs = (micro.cold ?? []).filter((c) => c.impl === impl && c.toCloseMs != null);
-    if (runs.length === 0) return null;
-    return Object.fromEntries(['importMs', 'callMs', 'toSpawnMs', 'toCloseMs'].map((k) => [k, median(runs.map((c) => c[k]))]));
+    return fieldMedians(runs, ['importMs', 'callMs', 'toSpawnMs', 'toCloseMs']);
   };
   return {
     cold: { node: cold('node'), spawnpool: cold('spawnpool') },
@@ -141,10 +130,7 @@ export function summarizeMicro(micro) {
     ceiling: median(micro.ceiling.map((c) => c.rate)),
     ceilingThreads: micro.ceiling[0]?.threads ?? null,
     raw: { node: rate(micro.raw, 'node'), spawnpool: rate(micro.raw, 'spawnpool') },
-    eld: {
-      node: eld('node'), spawnpool: eld('spawnpool'), floor: fieldMedians(floors),
-      gap: gaps.length ? median(gaps) : null, runs: eldRuns.length,
-    },
+    eld: { node: eld('node'), spawnpool: eld('spawnpool'), floor: numericMedians(floors), gap: median(gaps), runs: eldRuns.length },
     heaps: heapSizes(micro.heaps),
     serverRss: { source: sp.length ? sp[sp.length - 1].rss.source : null, servers },
     spawnpoolUnavailable: unavailable('spawnpool'),

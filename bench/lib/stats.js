@@ -45,12 +45,19 @@ export function summarize(rounds) {
   };
 }
 
+/**
+ * Field by field medians of `objects` (rounds or runs of one measurement):
+ * for each of `keys`, the median of the objects' finite values (null when
+ * none has one). null when there are no objects.
+ */
+export function fieldMedians(objects, keys) {
+  if (objects.length === 0) return null;
+  return Object.fromEntries(keys.map((k) => [k, median(objects.map((o) => o[k]))]));
+}
+
 /** Field by field medians of the rounds' CPU budgets (bench/lib/budget.js), or null. */
 export function medianBudget(budgets) {
-  if (budgets.length === 0) return null;
-  const out = {};
-  for (const k of Object.keys(budgets[0])) out[k] = median(budgets.map((b) => b[k]));
-  return out;
+  return fieldMedians(budgets, Object.keys(budgets[0] ?? {}));
 }
 
 /** Format a ratio as "1.23x", or "–" when unknown. */
