@@ -332,8 +332,9 @@ export class Pool {
     if (!server.ready) {
       reason = 'start-failed';
       this.startFailures++;
-      // An exit status other than "orphaned" (0) or "a syscall failed at
-      // start" (111), or a wrong handshake, says the binary itself is wrong.
+      // An exit status other than "orphaned" (0) or "a syscall failed, or
+      // memory ran out" (111), or a wrong handshake, says the binary itself
+      // is wrong.
       const status = server.exitStatus;
       const wrong = (typeof status === 'number' && status !== 0 && status !== 111) || cause instanceof ProtocolError;
       if (server.startError === null && (wrong || this.startFailures >= MAX_START_FAILURES)) {

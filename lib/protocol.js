@@ -5,6 +5,9 @@ import { lastFrozen } from './frozen-memo.js';
 
 export const VERSION = 5;
 export const MAX_FRAME = 16 * 1024 * 1024;
+// A DATA frame holds one read of a child's pipe: the server reads at most
+// 64 KiB at a time (native/platform.h, SPAWND_PIPE_CHUNK).
+export const MAX_DATA = 64 * 1024;
 export const HEADER = 9;
 export const STDIN_WINDOW = 65536;
 
@@ -247,17 +250,23 @@ const payloadDecoders = {
   [T.FATAL]: (r, m) => { m.message = r.str(); },
 };
 
-/** The fd of a DATA frame starting at buf[start] (1 or 2: stdout, stderr). */
-function dataFd(buf, start) {
+/**
+ * The fd of a DATA frame of length `len` starting at buf[start] (1 or 2:
+ * stdout, stderr); a payload over MAX_DATA is refused before any of it is
+ * buffered.
+ */
+function dataFd(buf, start, len) {
   const fd = buf[start + HEADER];
   if (fd !== 1 && fd !== 2) throw new ProtocolError(`bad fd ${fd}`);
+  const bytes = len - (HEADER - 4) - 1;    // less type, id and fd
+  if (bytes > MAX_DATA) throw new ProtocolError(`DATA of ${bytes} bytes (at most ${MAX_DATA})`);
   return fd;
 }
 
 /** A DATA frame at buf[start..end): its payload as a view of `buf`. */
 function decodeData(buf, start, end) {
   if (end - start < HEADER + 2) throw new ProtocolError(end - start < HEADER + 1 ? 'truncated payload' : 'empty data');
-  const fd = dataFd(buf, start);
+  const fd = dataFd(buf, start, end - start - 4);
   return { type: T.DATA, id: buf.readUInt32LE(start + 5), fd, data: buf.subarray(start + HEADER + 1, end), owned: false };
 }
 
@@ -352,9 +361,9 @@ export class Decoder {
    */
   startData(chunk, off, len) {
     if (chunk[off + 4] !== T.DATA || chunk.length - off < HEADER + 2) return false;
-    const fd = dataFd(chunk, off);
+    const fd = dataFd(chunk, off, len);
     const start = off + HEADER + 1;
-    const data = Buffer.allocUnsafe(len - 6);
+    const data = Buffer.allocUnsafe(len - (HEADER - 4) - 1);
     const filled = chunk.copy(data, 0, start);
     this.data = { id: chunk.readUInt32LE(off + 5), fd, data, filled };
     return true;

@@ -64,7 +64,7 @@ const EXIT_MEANING = {
   2: 'it speaks another protocol version (rebuild it: npm rebuild spawnpool)',
   3: 'it reported a protocol error',
   100: 'it is not a spawnd (usage error)',
-  111: 'a system call failed at its start',
+  111: 'a system call failed or memory ran out in it (SPAWND_DEBUG=1 prints which)',
 };
 
 /**

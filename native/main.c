@@ -8,7 +8,7 @@
  * detach), set the signals, prepare, then run the loop until the socket
  * closes or the parent exits.
  * Protocol: docs/protocol.md. Exit statuses: 0 socket closed or parent gone, 2 version
- * mismatch, 3 protocol error, 100 usage, 111 a start-up syscall failed. */
+ * mismatch, 3 protocol error, 100 usage, 111 a syscall the server needs failed, or out of memory. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

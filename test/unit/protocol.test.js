@@ -147,18 +147,18 @@ test('a stream split at every byte decodes to the same frames', () => {
 });
 
 test('a split DATA frame is delivered whole, once its last byte arrives', () => {
-  const payload = Buffer.alloc(70000, 7);
+  const payload = Buffer.alloc(P.MAX_DATA, 7);
   payload[0] = 1;
-  payload[69999] = 2;
+  payload[P.MAX_DATA - 1] = 2;
   const stream = Buffer.concat([P.encodeData(5, 2, payload), P.encodeExit(5, 0, 0)]);
   const seen = [];
   const decoder = new P.Decoder((m) => seen.push(m));
-  decoder.push(stream.subarray(0, 65536));
-  decoder.push(stream.subarray(65536, 65540));
+  decoder.push(stream.subarray(0, 40000));
+  decoder.push(stream.subarray(40000, 40004));
   assert.equal(seen.length, 0, 'nothing before the frame is complete');
-  decoder.push(stream.subarray(65540));
+  decoder.push(stream.subarray(40004));
   assert.deepEqual(seen.map((m) => [m.type, m.id, m.fd, m.data?.length, m.owned]),
-    [[P.T.DATA, 5, 2, 70000, true], [P.T.EXIT, 5, undefined, undefined, undefined]]);
+    [[P.T.DATA, 5, 2, P.MAX_DATA, true], [P.T.EXIT, 5, undefined, undefined, undefined]]);
   assert.ok(seen[0].data.equals(payload));
 });
 
@@ -231,6 +231,17 @@ test('a frame larger than MAX_FRAME is refused before it is buffered', () => {
   const header = Buffer.alloc(9);
   header.writeUInt32LE(P.MAX_FRAME + 1, 0);
   assert.throws(() => decodeAll(header), /bad frame length/);
+});
+
+test('a DATA frame over MAX_DATA is refused before its payload is buffered, whole or split', () => {
+  const over = P.encodeData(1, 1, Buffer.alloc(P.MAX_DATA + 1));
+  assert.throws(() => decodeAll(over), /DATA of 65537 bytes \(at most 65536\)/);
+  // A corrupt length (16 MiB, within MAX_FRAME) with only its header here:
+  // no 16 MiB buffer is allocated for the bytes to come.
+  const header = over.subarray(0, 12);
+  header.writeUInt32LE(P.MAX_FRAME, 0);
+  assert.throws(() => decodeAll(header), /DATA of 16777210 bytes/);
+  assert.equal(decodeAll(P.encodeData(1, 1, Buffer.alloc(P.MAX_DATA)))[0].data.length, P.MAX_DATA);
 });
 
 test('a throwing listener loses no frame: the rest is delivered on the next push', () => {
