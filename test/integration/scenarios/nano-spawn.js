@@ -29,8 +29,13 @@ run({
     return lines.sort();
   },
 
+  // `output` interleaves the two streams as they were read: 200,000 bytes,
+  // then "done". The writes block, so every byte of stdout is in its
+  // socket before "done" is written on any kernel (an asynchronous
+  // process.stdout.write of 200,000 bytes lands whole only where the
+  // socket's send buffer takes it at once: 219,264 bytes here).
   'stdout and stderr of a busy child': async () =>
-    settled(spawn(process.execPath, ['-e', 'process.stdout.write("x".repeat(200000)); console.error("done")'])
+    settled(spawn(process.execPath, ['-e', 'const fs = require("fs"); fs.writeSync(1, "x".repeat(200000)); fs.writeSync(2, "done\\n")'])
       .then((r) => ({ ...r, stdout: r.stdout.length, output: r.output.length }))),
 
   'non-zero exit': async () => settled(spawn('sh', ['-c', 'echo out; echo err >&2; exit 2'])),
