@@ -78,21 +78,26 @@ test('servers SIGKILLed repeatedly under 1,000 short children and stdin writers:
   // A server killed every 40 ms takes its running children with it, and
   // also the requests it had not read yet: their pids (its parked
   // children) were handed out, so they too end as killed, not retried
-  // elsewhere (docs/behaviour-differences.md). Under the sanitized server
-  // about half finish.
+  // elsewhere (docs/behaviour-differences.md). How many depends on the
+  // machine's speed (443-694 of 1000 finished with 3-8 CPU hogs; about
+  // half under the sanitized server); each one killed is a child its
+  // server's death took, counted as lost.
   const finished = results.filter((r) => r.events.includes('exit 0 null')).length;
-  assert.ok(finished > 333, `${finished} of 1000 finished normally`);
-  // The pool healed: it serves again, with a full set of servers.
-  const after = pool.spawn('echo', ['healed']);
-  let out = '';
-  after.stdout.on('data', (d) => { out += d; });
-  await once(after, 'close');
-  assert.equal(out, 'healed\n');
-  assert.equal(pool.stats().available, true);
+  assert.ok(finished > 0, 'no child finished');
+  assert.ok(1000 - finished <= pool.stats().lost, `${1000 - finished} killed, ${pool.stats().lost} lost: ${JSON.stringify(pool.stats())}`);
   // (The last kill may still be on its way to a report: a death is counted
   // once the server's exit status is known, within 500 ms.)
   for (let waited = 0; pool.stats().restarts < kills && waited < 2000; waited += 50) await sleep(50);
   assert.ok(pool.stats().restarts >= kills, `${kills} killed: ${JSON.stringify(pool.stats())}`);
+  // The pool healed: a batch like those above, once every death is
+  // known, all served to the end.
+  const healed = await Promise.all(Array.from({ length: 50 }, () => outcome(pool.spawn('cat'), 3)));
+  for (const r of healed) {
+    assert.deepEqual(r.events, ['spawn', 'exit 0 null', 'close 0 null'], JSON.stringify(r));
+    assert.equal(r.out, 'line 0\nline 1\nline 2\n');
+    assert.deepEqual(r.codes, ['ok', 'ok', 'ok']);
+  }
+  assert.equal(pool.stats().available, true);
   await pool.close();
   for (const r of results) assert.ok(r.pid === undefined || isGone(r.pid), `child ${r.pid} left running`);
   assert.deepEqual(zombiesOf([process.pid, ...serverPids]), []);
