@@ -297,8 +297,10 @@ test("a child that exits while the loop is blocked: its pid still answers kill(p
   for (const [impl, m] of Object.entries(MODULES)) {
     const child = m.spawn('true');
     const pid = child.pid;
-    const end = Date.now() + 200;
-    while (Date.now() < end);
+    // The loop stays blocked until the child is a zombie (at most 2 s: a
+    // loaded machine may take longer than any fixed wait to run `true`).
+    const end = Date.now() + 2000;
+    while (Date.now() < end && procStat(pid)?.state !== 'Z');
     const st = procStat(pid);
     results[impl] = { killZero: probe(pid), state: st === null ? 'no /proc entry' : st.state, exitCodeBeforeExit: child.exitCode };
     const [code, signal] = await once(child, 'exit');
