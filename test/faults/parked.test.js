@@ -109,9 +109,16 @@ test('a parked child killed from outside: its pid, handed out, names its zombie 
     import { existsSync } from 'node:fs';
     sp.configure({ size: 1, parked: 1 });
     await sp.ready();
-    await new Promise((r) => setTimeout(r, 100));
+    // Both parked children (one ordinary, one session leader), however
+    // long a loaded machine takes to make them.
     const server = sp.stats().servers[0].pid;
-    const parked = execFileSync('pgrep', ['-P', String(server)]).toString().trim().split('\\n').map(Number);
+    let parked = [];
+    for (const until = Date.now() + 5000; parked.length < 2 && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 20));
+      try {
+        parked = execFileSync('pgrep', ['-P', String(server)]).toString().trim().split('\\n').map(Number);
+      } catch { /* none yet: pgrep exits 1 */ }
+    }
     for (const pid of parked) process.kill(pid, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 100));
     const outcomes = [];
