@@ -258,9 +258,14 @@ const payloadDecoders = {
 function dataFd(buf, start, len) {
   const fd = buf[start + HEADER];
   if (fd !== 1 && fd !== 2) throw new ProtocolError(`bad fd ${fd}`);
+  checkDataLength(len);
+  return fd;
+}
+
+/** A DATA frame's length `len` (the u32 in front) carries at most MAX_DATA bytes. */
+function checkDataLength(len) {
   const bytes = len - (HEADER - 4) - 1;    // less type, id and fd
   if (bytes > MAX_DATA) throw new ProtocolError(`DATA of ${bytes} bytes (at most ${MAX_DATA})`);
-  return fd;
 }
 
 /** A DATA frame at buf[start..end): its payload as a view of `buf`. */
@@ -333,7 +338,7 @@ export class Decoder {
         if (len < 5 || len > MAX_FRAME) throw new ProtocolError(`bad frame length ${len}`);
         if (chunk.length - off - 4 < len) {
           if (this.startData(chunk, off, len)) off = chunk.length;
-          else this.need = 4 + len;
+          else this.need = this.partialNeed(chunk, off, len);
           break;
         }
         const end = off + 4 + len;
@@ -367,6 +372,19 @@ export class Decoder {
     const filled = chunk.copy(data, 0, start);
     this.data = { id: chunk.readUInt32LE(off + 5), fd, data, filled };
     return true;
+  }
+
+  /**
+   * How many bytes an incomplete frame at chunk[off] (of length `len`) must
+   * have before it is decoded again: all of it; for DATA only up to its fd,
+   * when startData takes it over. A DATA frame too long is refused here, as
+   * soon as its type is known, not once its bytes have been gathered.
+   */
+  partialNeed(chunk, off, len) {
+    if (chunk.length - off < 5) return 5;      // its type decides
+    if (chunk[off + 4] !== T.DATA) return 4 + len;
+    checkDataLength(len);
+    return HEADER + 2;
   }
 
   /** The next bytes of a split DATA frame; returns what follows it, or null. */

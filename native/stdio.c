@@ -514,8 +514,10 @@ static void enqueue(struct child *c, const uint8_t *p, size_t n)
 		size_t cap = live + n > 2 * c->qcap ? live + n : 2 * c->qcap;
 		uint8_t *q = realloc(c->q, cap);
 
-		if (!q)
+		if (!q) {
+			DBG("out of memory (stdin queue of %u)", c->id);
 			exit(SPAWND_EXIT_SYSCALL);
+		}
 		c->q = q;
 		c->qcap = cap;
 	}

@@ -242,6 +242,29 @@ test('a DATA frame over MAX_DATA is refused before its payload is buffered, whol
   header.writeUInt32LE(P.MAX_FRAME, 0);
   assert.throws(() => decodeAll(header), /DATA of 16777210 bytes/);
   assert.equal(decodeAll(P.encodeData(1, 1, Buffer.alloc(P.MAX_DATA)))[0].data.length, P.MAX_DATA);
+  // Cut before its fd (10 bytes, then 4, then the rest of 64 KiB frames):
+  // refused at its first piece, nothing gathered behind it.
+  const decoder = new P.Decoder(() => assert.fail('no frame may be delivered'));
+  assert.throws(() => decoder.push(header.subarray(0, 10)), /DATA of 16777210 bytes/);
+  // Cut inside the length or before the type: refused once the type is here.
+  for (const cut of [3, 4]) {
+    const d = new P.Decoder(() => assert.fail('no frame may be delivered'));
+    d.push(header.subarray(0, cut));
+    assert.throws(() => d.push(header.subarray(cut, 6)), /DATA of 16777210 bytes/, `cut at ${cut}`);
+  }
+});
+
+test('frames cut at every byte, before and after their fd, are decoded as when whole', () => {
+  const frames = Buffer.concat([P.encodeData(1, 1, Buffer.from('abc')), P.encodeSpawned(2, 77),
+    P.encodeData(3, 2, Buffer.alloc(5000, 1)), P.encodeExit(1, 0, 0)]);
+  const whole = decodeAll(frames).map((m) => JSON.stringify({ ...m, data: m.data?.toString('hex'), owned: undefined }));
+  for (let cut = 1; cut < frames.length; cut++) {
+    const got = [];
+    const d = new P.Decoder((m) => got.push(JSON.stringify({ ...m, data: m.data?.toString('hex'), owned: undefined })));
+    d.push(frames.subarray(0, cut));
+    d.push(frames.subarray(cut));
+    assert.deepEqual(got, whole, `cut at ${cut}`);
+  }
 });
 
 test('a throwing listener loses no frame: the rest is delivered on the next push', () => {
