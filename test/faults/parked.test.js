@@ -119,6 +119,7 @@ test('a parked child killed from outside: its pid, handed out, names its zombie 
         parked = execFileSync('pgrep', ['-P', String(server)]).toString().trim().split('\\n').map(Number);
       } catch { /* none yet: pgrep exits 1 */ }
     }
+    if (parked.length !== 2) throw new Error(\`parked children of \${server} after 5 s: \${parked}\`);
     for (const pid of parked) process.kill(pid, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 100));
     const outcomes = [];
