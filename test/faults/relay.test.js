@@ -15,6 +15,9 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import * as nodeCp from 'node:child_process';
 import { createPool } from '../../lib/index.js';
+import { Server } from '../../lib/server.js';
+import { T } from '../../lib/protocol.js';
+import { procStat } from '../helpers/leaks.js';
 
 let dir;
 let big;
@@ -162,6 +165,56 @@ test('a relayed stream is read to its end before a stream that became readable l
     assert.deepEqual(outcomes.spawnpool, []);
     assert.equal(pool.stats().handedOver, 0, 'relayed, not handed over');
   } finally {
+    await pool.close();
+  }
+});
+
+test("the server reads a ready pipe to its end before the next one: its own frames come in Node's read order", async () => {
+  // The client puts the frames of one read in that order anyway, which hid
+  // a server reading one chunk per stream per round (the test above passes
+  // with SPAWND_READS_IN_A_ROW = 1). Here the frames are recorded as they
+  // arrive, and the server is stopped while the child writes 150,000 bytes
+  // on stdout and then "done" on stderr, and exits: when it goes on, both
+  // pipes and the exit wait for it at once, as for a loop that was busy.
+  const flag = join(dir, 'go');
+  const frames = [];
+  const collectFrame = Server.prototype.collect;
+  Server.prototype.collect = function (msg) {
+    if (msg.type === T.DATA || msg.type === T.END) frames.push({ id: msg.id, fd: msg.fd, n: msg.data?.length ?? 0 });
+    return collectFrame.call(this, msg);
+  };
+  const pool = createPool({ size: 1 });
+  let server = 0;
+  try {
+    const script = `const fs = require("fs"); const wait = new Int32Array(new SharedArrayBuffer(4));
+      while (!fs.existsSync(${JSON.stringify(flag)})) Atomics.wait(wait, 0, 0, 5);
+      fs.writeSync(1, "x".repeat(150000)); fs.writeSync(2, "done\\n");`;
+    for (let run = 0; run < 3; run++) {
+      rmSync(flag, { force: true });
+      frames.length = 0;
+      const child = pool.spawn(process.execPath, ['-e', script]);
+      let out = 0;
+      let outAtDone = -1;
+      child.stdout.on('data', (d) => { out += d.length; });
+      child.stderr.on('data', () => { if (outAtDone === -1) outAtDone = out; });
+      await once(child, 'spawn');
+      server = pool.stats().servers[0].pid;
+      process.kill(server, 'SIGSTOP');
+      writeFileSync(flag, '');
+      for (const until = Date.now() + 10_000; procStat(child.pid)?.state !== 'Z' && Date.now() < until;) await new Promise((r) => setTimeout(r, 5));
+      assert.equal(procStat(child.pid)?.state, 'Z', 'the child wrote both and exited while its server was stopped');
+      process.kill(server, 'SIGCONT');
+      server = 0;
+      await once(child, 'close');
+      assert.equal(outAtDone, 150000);
+      const order = frames.map((f) => `${f.fd}${f.n ? '' : ' end'}`);
+      const firstErr = order.indexOf('2');
+      assert.ok(firstErr > order.lastIndexOf('1'), `run ${run}, frames as the server sent them: ${order.join(', ')}`);
+    }
+    assert.equal(pool.stats().handedOver, 0);
+  } finally {
+    if (server !== 0) process.kill(server, 'SIGCONT');
+    Server.prototype.collect = collectFrame;
     await pool.close();
   }
 });
