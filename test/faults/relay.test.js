@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync, rmSync, readlinkSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { execFile } from 'node:child_process';
@@ -198,6 +198,12 @@ test("the server reads a ready pipe to its end before the next one: its own fram
       child.stdout.on('data', (d) => { out += d.length; });
       child.stderr.on('data', () => { if (outAtDone === -1) outAtDone = out; });
       await once(child, 'spawn');
+      // 'spawn' may come before the server has started the program (a
+      // parked child's pid is known at once): stopped before that, the
+      // server would never start it. So: once the child runs node.
+      const runsNode = () => { try { return readlinkSync(`/proc/${child.pid}/exe`) === realpathSync(process.execPath); } catch { return false; } };
+      for (const until = Date.now() + 10_000; !runsNode() && Date.now() < until;) await new Promise((r) => setTimeout(r, 5));
+      assert.ok(runsNode(), 'the child runs node');
       server = pool.stats().servers[0].pid;
       process.kill(server, 'SIGSTOP');
       writeFileSync(flag, '');
