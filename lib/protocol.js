@@ -384,7 +384,7 @@ export class Decoder {
     if (chunk.length - off < 5) return 5;      // its type decides
     if (chunk[off + 4] !== T.DATA) return 4 + len;
     checkDataLength(len);
-    return HEADER + 2;
+    return Math.min(HEADER + 2, 4 + len);       // a frame too short to have a byte is whole sooner
   }
 
   /** The next bytes of a split DATA frame; returns what follows it, or null. */

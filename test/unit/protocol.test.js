@@ -254,6 +254,17 @@ test('a DATA frame over MAX_DATA is refused before its payload is buffered, whol
   }
 });
 
+test('a DATA frame without a byte, cut before its end, is refused once it is whole (no wait for an 11th byte)', () => {
+  const empty = Buffer.alloc(10);
+  empty.writeUInt32LE(6, 0);
+  empty[4] = P.T.DATA;
+  empty.writeUInt32LE(1, 5);
+  empty[9] = 1;
+  const d = new P.Decoder(() => assert.fail('no frame may be delivered'));
+  d.push(empty.subarray(0, 7));
+  assert.throws(() => d.push(empty.subarray(7)), /empty data/);
+});
+
 test('frames cut at every byte, before and after their fd, are decoded as when whole', () => {
   const frames = Buffer.concat([P.encodeData(1, 1, Buffer.from('abc')), P.encodeSpawned(2, 77),
     P.encodeData(3, 2, Buffer.alloc(5000, 1)), P.encodeExit(1, 0, 0)]);
