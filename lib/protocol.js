@@ -262,9 +262,12 @@ function dataFd(buf, start, len) {
   return fd;
 }
 
-/** A DATA frame's length `len` (the u32 in front) carries at most MAX_DATA bytes. */
+/** The payload size of a DATA frame of length `len` (the u32 in front): less type, id and fd. */
+const dataBytes = (len) => len - (HEADER - 4) - 1;
+
+/** A DATA frame's length `len` carries at most MAX_DATA bytes. */
 function checkDataLength(len) {
-  const bytes = len - (HEADER - 4) - 1;    // less type, id and fd
+  const bytes = dataBytes(len);
   if (bytes > MAX_DATA) throw new ProtocolError(`DATA of ${bytes} bytes (at most ${MAX_DATA})`);
 }
 
@@ -368,7 +371,7 @@ export class Decoder {
     if (chunk[off + 4] !== T.DATA || chunk.length - off < HEADER + 2) return false;
     const fd = dataFd(chunk, off, len);
     const start = off + HEADER + 1;
-    const data = Buffer.allocUnsafe(len - (HEADER - 4) - 1);
+    const data = Buffer.allocUnsafe(dataBytes(len));
     const filled = chunk.copy(data, 0, start);
     this.data = { id: chunk.readUInt32LE(off + 5), fd, data, filled };
     return true;

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { PassThrough } from 'node:stream';
 import { createPool } from '../../lib/index.js';
 import { underLoad } from '../helpers/load.js';
-import { procStat } from '../helpers/leaks.js';
+import { blockUntilZombie } from '../helpers/leaks.js';
 
 const pool = createPool({ size: 2 });
 const impls = { node: nodeCp.spawn, spawnpool: pool.spawn };
@@ -19,16 +19,6 @@ const impls = { node: nodeCp.spawn, spawnpool: pool.spawn };
 function block(ms) {
   const end = Date.now() + ms;
   while (Date.now() < end);
-}
-
-/**
- * Blocks the loop until `pid` is a zombie (at most 2 s), then `ms` more:
- * on a loaded machine a fixed wait may end before the child has run.
- */
-function blockUntilExited(pid, ms) {
-  const end = Date.now() + 2000;
-  while (Date.now() < end && procStat(pid)?.state !== 'Z');
-  block(ms);
 }
 
 /**
@@ -89,7 +79,7 @@ test('loop blocked while the child writes to both streams and exits: same events
     const child = spawn('sh', ['-c', 'echo out; echo err >&2; exit 3']);
     const done = traceChild(child);
     if (name === 'spawnpool') await once(child, 'spawn'); // the server must have the request
-    blockUntilExited(child.pid, 150);
+    blockUntilZombie(child.pid, 150);
     traces[name] = views(normalise(await done));
   }
   assert.equal(traces.node.settledAfterEach, true);

@@ -21,7 +21,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as spawnpool from '../../lib/index.js';
 import { errShape, diffPaths } from '../helpers/record.js';
-import { procStat, allProcesses, childrenOf } from '../helpers/leaks.js';
+import { procStat, allProcesses, childrenOf, blockUntilZombie } from '../helpers/leaks.js';
 import { underLoad } from '../helpers/load.js';
 
 const LIB = fileURLToPath(new URL('../../lib/index.js', import.meta.url));
@@ -299,8 +299,7 @@ test("a child that exits while the loop is blocked: its pid still answers kill(p
     const pid = child.pid;
     // The loop stays blocked until the child is a zombie (at most 2 s: a
     // loaded machine may take longer than any fixed wait to run `true`).
-    const end = Date.now() + 2000;
-    while (Date.now() < end && procStat(pid)?.state !== 'Z');
+    blockUntilZombie(pid);
     const st = procStat(pid);
     results[impl] = { killZero: probe(pid), state: st === null ? 'no /proc entry' : st.state, exitCodeBeforeExit: child.exitCode };
     const [code, signal] = await once(child, 'exit');

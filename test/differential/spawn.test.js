@@ -26,7 +26,7 @@ import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as spawnpool from '../../lib/index.js';
 import { recordScenario, errShape, diffPaths } from '../helpers/record.js';
-import { assertNoLeaks, fdBaseline, procStat } from '../helpers/leaks.js';
+import { assertNoLeaks, fdBaseline, procStat, killByMarker } from '../helpers/leaks.js';
 
 const LIB = fileURLToPath(new URL('../../lib/index.js', import.meta.url));
 const IMPLS = { node: nodeCp.spawn, spawnpool: spawnpool.spawn };
@@ -129,15 +129,6 @@ function runNode(impl, body, { timeout = 10000 } = {}) {
       });
     });
   });
-}
-
-/** Kills (SIGKILL) every process whose command line contains `marker`. */
-function killByMarker(marker) {
-  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker)) process.kill(Number(pid), 'SIGKILL');
-    } catch { /* gone */ }
-  }
 }
 
 const onSpawn = (child, fn) => child.once('spawn', fn);

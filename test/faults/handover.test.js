@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync, rmSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import * as nodeCp from 'node:child_process';
@@ -16,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { createPool } from '../../lib/index.js';
 import { addon } from '../../lib/launch.js';
+import { killByMarker } from '../helpers/leaks.js';
+import { stdoutBeforeStderr } from '../helpers/record.js';
 
 const MB = 1024 * 1024;
 const lib = fileURLToPath(new URL('../../lib/index.js', import.meta.url));
@@ -66,25 +68,6 @@ test('busy stdout and stderr are handed over: every byte once, in order, and cou
     await pool.close();
   }
 });
-
-/**
- * How many bytes of stdout had been read when stderr's first bytes came,
- * and how many in all, for a child that writes `size` bytes to stdout and
- * then "done" to stderr. The writes block (fs.writeSync on the child's
- * blocking sockets), so every stdout byte is in its socket before "done"
- * is written, whatever the machine's load: a reader that keeps each
- * pipe's order must see all of stdout first, as node:child_process does.
- */
-async function stdoutBeforeStderr(spawn, size) {
-  const script = `const fs = require("fs"); fs.writeSync(1, Buffer.alloc(${size}, 120)); fs.writeSync(2, "done\\n")`;
-  const child = spawn(process.execPath, ['-e', script]);
-  let out = 0;
-  let outAtDone = -1;
-  child.stdout.on('data', (d) => { out += d.length; });
-  child.stderr.on('data', () => { if (outAtDone === -1) outAtDone = out; });
-  const [code] = await once(child, 'close');
-  return { code, out, outAtDone };
-}
 
 test('bytes the child wrote to a handed-over stdout come before what it wrote to stderr next (as Node reads them)', { skip }, async (t) => {
   // nano-spawn's `output` depends on it: stdout, then a line on stderr; under
@@ -226,11 +209,7 @@ test('unref()d child and stdout after the handover: the process exits (as with n
       assert.ok(performance.now() - t0 < 9_000, from);
     }
   } finally {
-    for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-      try {
-        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker)) process.kill(Number(pid), 'SIGKILL');
-      } catch { /* gone */ }
-    }
+    killByMarker(marker);
   }
 });
 

@@ -18,6 +18,7 @@ import { createPool } from '../../lib/index.js';
 import { Server } from '../../lib/server.js';
 import { T } from '../../lib/protocol.js';
 import { procStat } from '../helpers/leaks.js';
+import { stdoutBeforeStderr } from '../helpers/record.js';
 
 let dir;
 let big;
@@ -146,19 +147,10 @@ test('a relayed stream is read to its end before a stream that became readable l
   // 38 of 40 runs).
   const pool = createPool({ size: 1 });
   try {
-    const script = 'const fs = require("fs"); fs.writeSync(1, "x".repeat(150000)); fs.writeSync(2, "done\\n")';
     const outcomes = {};
     for (const [name, spawn] of [['node', nodeCp.spawn], ['spawnpool', pool.spawn]]) {
       const seen = [];
-      for (let i = 0; i < 40; i++) {
-        const child = spawn(process.execPath, ['-e', script]);
-        let out = 0;
-        let outAtDone = -1;
-        child.stdout.on('data', (d) => { out += d.length; });
-        child.stderr.on('data', () => { if (outAtDone === -1) outAtDone = out; });
-        await once(child, 'close');
-        seen.push(outAtDone);
-      }
+      for (let i = 0; i < 40; i++) seen.push((await stdoutBeforeStderr(spawn, 150000)).outAtDone);
       outcomes[name] = seen.filter((n) => n !== 150000);
     }
     t.diagnostic(`node:child_process delivered "done" early in ${outcomes.node.length} of 40 runs`);

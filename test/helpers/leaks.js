@@ -41,6 +41,26 @@ export function childrenOf(pids, state) {
 /** Zombies whose parent is one of `pids` (a server that forgot to reap). */
 export const zombiesOf = (pids) => childrenOf(pids, 'Z');
 
+/**
+ * Blocks the event loop until `pid` is a zombie (at most 2 s), then `ms`
+ * more: on a loaded machine a fixed wait may end before the child has run.
+ */
+export function blockUntilZombie(pid, ms = 0) {
+  const deadline = Date.now() + 2000;
+  while (Date.now() < deadline && procStat(pid)?.state !== 'Z');
+  const end = Date.now() + ms;
+  while (Date.now() < end);
+}
+
+/** Kills (SIGKILL) every process whose command line contains `marker`. */
+export function killByMarker(marker) {
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker)) process.kill(Number(pid), 'SIGKILL');
+    } catch { /* gone */ }
+  }
+}
+
 /** True when `pid` is gone (no /proc entry, or a zombie waiting for its parent to reap it). */
 export function isGone(pid) {
   const st = procStat(pid);

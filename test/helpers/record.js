@@ -232,3 +232,22 @@ export function diffPaths(actual, expected, max = 12) {
   walk(actual, expected, '$');
   return out;
 }
+
+/**
+ * How many bytes of stdout had been read when stderr's first bytes came,
+ * and how many in all, for a child that writes `size` bytes to stdout and
+ * then "done" to stderr. The writes block (fs.writeSync on the child's
+ * blocking sockets), so every stdout byte is in its socket before "done"
+ * is written, whatever the machine's load: a reader that keeps each
+ * pipe's order must see all of stdout first, as node:child_process does.
+ */
+export async function stdoutBeforeStderr(spawn, size) {
+  const script = `const fs = require("fs"); fs.writeSync(1, Buffer.alloc(${size}, 120)); fs.writeSync(2, "done\\n")`;
+  const child = spawn(process.execPath, ['-e', script]);
+  let out = 0;
+  let outAtDone = -1;
+  child.stdout.on('data', (d) => { out += d.length; });
+  child.stderr.on('data', () => { if (outAtDone === -1) outAtDone = out; });
+  const [code] = await once(child, 'close');
+  return { code, out, outAtDone };
+}
