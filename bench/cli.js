@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // npm run bench: spawnpool against Node's approaches, Go and Rust. See
 // docs/benchmarks.md. Progress goes to stderr, the report to stdout.
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync, copyFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -69,6 +70,10 @@ async function main() {
   const progress = createProgress();
   const meta = machine();
   progress.log(`spawnpool bench: ${meta.cpus} cores, Node ${meta.node}${config.quick ? ', quick' : ''}`);
+
+  // The contenders import the package, whose entry is dist/'s bundle of lib/: made from lib/ as it is.
+  const bundled = spawnSync(process.execPath, [join(benchDir, '..', 'scripts', 'bundle.js')], { encoding: 'utf8' });
+  if (bundled.status !== 0) progress.log(`  scripts/bundle.js failed: ${bundled.stderr.trim().split('\n').pop()}`);
 
   const catFile = join(buildDir, 'main.c');
   const expected = { echo: Buffer.from('hi\n'), cat: ensureCatFile(catFile) };

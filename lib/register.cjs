@@ -1,18 +1,5 @@
 // `node --require spawnpool/register app.js`: the CommonJS entry of the hook.
-// It loads the ESM implementation with require(esm), which Node has without
-// a flag from 20.19 and 22.12 on (process.features.require_module). Older
-// Nodes cannot load ESM synchronously, and the hook must be in place before
-// the application's first line: there it warns and leaves node:child_process
-// as it is (use --import instead, Node >= 20.6 / 18.19).
+// Like lib/register.js, it leads to the package's own: dist/register.cjs.
 'use strict';
 
-try {
-  require('./register.js');
-} catch (err) {
-  if (err?.code !== 'ERR_REQUIRE_ESM') throw err;
-  process.emitWarning(
-    `spawnpool/register: this Node (${process.version}) cannot require() an ES module; ` +
-      'use --import spawnpool/register (or Node >= 20.19 / 22.12): node:child_process is left unchanged',
-    { code: 'SPAWNPOOL_REGISTER_UNSUPPORTED' },
-  );
-}
+require('../dist/register.cjs');

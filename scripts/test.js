@@ -1,6 +1,7 @@
 // `npm test`: the whole check, in the order a failure is cheapest to read.
 //   1. the native server builds, and its C unit tests pass (plain and ASan/UBSan)
-//   2. the public types compile (tsc)
+//   2. lib/ bundled into dist/ (the package's entry points load it), and
+//      the public types compile (tsc)
 //   3. every node:test file under test/, against the native server
 //   4. the spawn suites again against the sanitized server, started
 //      without the launch addon
@@ -82,6 +83,8 @@ function orphanedServers() {
 
 step('native server: build and C unit tests (plain, ASan/UBSan)', process.execPath,
   ['scripts/build-native.js', '--test']);
+// The package's entry points load dist/'s bundle of lib/: made again from lib/ as it is.
+step('bundle: dist/ from lib/ (esbuild), and the code cache', process.execPath, ['scripts/bundle.js']);
 step('types: tsc -p test/types', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'test/types']);
 
 const all = [...testFiles('test'), ...testFiles('native/test')];

@@ -15,7 +15,7 @@ import { createExec } from '../../lib/exec.js';
 // lib/index.js exports it, Node's before that. SPAWNPOOL_DIFF_SPAWN=node
 // forces Node's, to check the suite itself.
 async function spawnUnderTest() {
-  const index = new URL('../../lib/index.js', import.meta.url);
+  const index = new URL('../../dist/index.js', import.meta.url);
   if (process.env.SPAWNPOOL_DIFF_SPAWN !== 'node' && existsSync(index)) {
     const mod = await import(index);
     if (typeof mod.spawn === 'function') return { spawn: mod.spawn, label: 'spawnpool', stats: mod.stats };

@@ -9,7 +9,7 @@ import * as nodeCp from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { PassThrough } from 'node:stream';
-import { createPool } from '../../lib/index.js';
+import { createPool } from 'spawnpool';
 import { underLoad } from '../helpers/load.js';
 import { blockUntilZombie } from '../helpers/leaks.js';
 

@@ -14,7 +14,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as sp from '../../lib/index.js';
+import * as sp from 'spawnpool';
 import { openFds } from '../helpers/leaks.js';
 
 const T = realpathSync(mkdtempSync(join(tmpdir(), 'spawnpool-pathcache-')));

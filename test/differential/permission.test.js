@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const lib = new URL('../../lib/index.js', import.meta.url).href;
+const lib = new URL('../../dist/index.js', import.meta.url).href;
 
 // Node 20 names the flag --experimental-permission; 22 and 24 --permission.
 const nodes = [

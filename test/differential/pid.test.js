@@ -19,12 +19,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import * as spawnpool from '../../lib/index.js';
+import * as spawnpool from 'spawnpool';
 import { errShape, diffPaths } from '../helpers/record.js';
 import { procStat, allProcesses, childrenOf, blockUntilZombie } from '../helpers/leaks.js';
 import { underLoad } from '../helpers/load.js';
 
-const LIB = fileURLToPath(new URL('../../lib/index.js', import.meta.url));
+const LIB = fileURLToPath(new URL('../../dist/index.js', import.meta.url));
 const EPERM_FIXTURE = fileURLToPath(new URL('../fixtures/pid-eperm.js', import.meta.url));
 const MODULES = { node: nodeCp, spawnpool };
 const IMPORT = { node: 'node:child_process', spawnpool: pathToFileURL(LIB).href };

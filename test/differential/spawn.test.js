@@ -24,11 +24,11 @@ import { Readable, Writable, Stream } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import * as spawnpool from '../../lib/index.js';
+import * as spawnpool from 'spawnpool';
 import { recordScenario, errShape, diffPaths } from '../helpers/record.js';
 import { assertNoLeaks, fdBaseline, procStat, killByMarker } from '../helpers/leaks.js';
 
-const LIB = fileURLToPath(new URL('../../lib/index.js', import.meta.url));
+const LIB = fileURLToPath(new URL('../../dist/index.js', import.meta.url));
 const IMPLS = { node: nodeCp.spawn, spawnpool: spawnpool.spawn };
 const MODULES = { node: nodeCp, spawnpool };
 const IMPORT = { node: 'node:child_process', spawnpool: pathToFileURL(LIB).href };

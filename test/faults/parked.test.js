@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const LIB = fileURLToPath(new URL('../../lib/index.js', import.meta.url));
+const LIB = fileURLToPath(new URL('../../dist/index.js', import.meta.url));
 
 /** Runs `body` (an ES module's text, `sp` = spawnpool) in its own process group; its last stdout line, parsed. */
 async function run(body, { timeout = 30000 } = {}) {

@@ -9,13 +9,13 @@ import { once } from 'node:events';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createPool } from '../../lib/index.js';
+import { createPool } from 'spawnpool';
 import { errShape } from '../helpers/record.js';
 import {
   assertNoLeaks, fdBaseline, fdCount, isGone, procStat, zombiesOf, allProcesses,
 } from '../helpers/leaks.js';
 
-const LIB_URL = pathToFileURL(fileURLToPath(new URL('../../lib/index.js', import.meta.url))).href;
+const LIB_URL = pathToFileURL(fileURLToPath(new URL('../../dist/index.js', import.meta.url))).href;
 const pools = [];
 const everServer = new Set();
 let baseline;

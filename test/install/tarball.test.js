@@ -118,6 +118,15 @@ test('with a C compiler: the server and the launch addon are built, and the addo
   const r = await run(process.execPath, ['addon.mjs'], { cwd: project, env });
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout), { addon: true, error: null });
+  // The package entry is the tarball's bundle (no esbuild here), compiled
+  // with the code cache the install step made for this Node.
+  writeFileSync(join(project, 'bundle.mjs'), `import { createRequire } from 'node:module';
+    const sp = await import('spawnpool');
+    const load = createRequire(import.meta.url)('./node_modules/spawnpool/lib/load.cjs');
+    console.log(JSON.stringify({ bundle: load.script !== null && load.load().api.spawn === sp.spawn, cacheRejected: load.cacheRejected }));`);
+  const b = await run(process.execPath, ['bundle.mjs'], { cwd: project, env });
+  assert.equal(b.code, 0, b.stderr);
+  assert.deepEqual(JSON.parse(b.stdout), { bundle: true, cacheRejected: false });
 });
 
 test('no C compiler: the prebuilt static server is installed and serves', { skip }, async () => {

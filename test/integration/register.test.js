@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { runScenario, ROOT, REGISTER } from './run.js';
 
-const REGISTER_CJS = join(ROOT, 'lib/register.cjs');
+const REGISTER_CJS = join(ROOT, 'dist/register.cjs');
 
 function expectedFacts({ registered, inherited }) {
   const served = registered ? 1 : 0;
@@ -58,6 +58,14 @@ for (const [label, node] of nodes) {
   test(`NODE_OPTIONS=--require <path>: child Node processes inherit the hook${label}`, () =>
     check(opts({ env: { NODE_OPTIONS: `--require ${REGISTER_CJS}` } }), { registered: true, inherited: true }));
 }
+
+// The paths under lib/ that docs/register.md gave for NODE_OPTIONS before the
+// entry points moved to dist/: they install the package's own hook, one pool
+// with what `import 'spawnpool'` gives.
+test('NODE_OPTIONS with the lib/register.js and lib/register.cjs paths: the same hook, one pool', async () => {
+  await check({ env: { NODE_OPTIONS: `--import ${join(ROOT, 'lib/register.js')}` } }, { registered: true, inherited: true });
+  await check({ env: { NODE_OPTIONS: `--require ${join(ROOT, 'lib/register.cjs')}` } }, { registered: true, inherited: true });
+});
 
 test('--import and --require together install once', () =>
   check({ nodeArgs: ['--require', REGISTER_CJS, '--import', REGISTER] }, { registered: true, inherited: false }));

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const REGISTER = join(ROOT, 'lib/register.js');
+export const REGISTER = join(ROOT, 'dist/register.js');
 const RUN_TIMEOUT_MS = 30_000;
 
 /**

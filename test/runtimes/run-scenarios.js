@@ -13,7 +13,7 @@
 process.env.SPAWNPOOL_RUNTIME_MODE ??= 'serve';
 
 const nodeCp = await import('node:child_process');
-const spawnpool = await import('../../lib/index.js');
+const spawnpool = await import('../../dist/index.js');
 const { promisify } = await import('node:util');
 const { createHash } = await import('node:crypto');
 

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as nodeChildProcess from 'node:child_process';
 import { promisify } from 'node:util';
-import * as spawnpool from '../../lib/index.js';
+import * as spawnpool from 'spawnpool';
 
 test('every export of node:child_process exists, as the same kind of value', () => {
   for (const [name, value] of Object.entries(nodeChildProcess)) {

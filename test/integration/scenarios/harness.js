@@ -6,7 +6,7 @@
 // Each case also gets `served`: how many of its spawns the default pool
 // handled (0 in the plain run), and `fallbacks`: how many it handed to Node.
 import { writeFileSync } from 'node:fs';
-import { stats } from '../../../lib/index.js';
+import { stats } from 'spawnpool';
 
 const CASE_TIMEOUT_MS = Number(process.env.SCENARIO_CASE_TIMEOUT_MS ?? 4000);
 const LINGER_MS = 3000;

@@ -7,7 +7,7 @@ import { spawn as namedSpawn, exec as namedExec, execFile as namedExecFile } fro
 import { createRequire } from 'node:module';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
-import * as spawnpool from '../../../lib/index.js';
+import * as spawnpool from 'spawnpool';
 import { nodeChildProcess } from '../../../lib/node-child-process.js';
 import { run } from './harness.js';
 
@@ -77,7 +77,7 @@ run({
   // A child Node started by this one: the hook reaches it through NODE_OPTIONS.
   'a child node process': async () => {
     const script = `
-      import('${new URL('../../../lib/index.js', import.meta.url).href}').then(async ({ stats }) => {
+      import('${new URL('../../../dist/index.js', import.meta.url).href}').then(async ({ stats }) => {
         const { execFile } = await import('node:child_process');
         execFile('echo', ['nested'], (err, stdout) => {
           const s = stats();

@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
 import { run } from './harness.js';
 
-const index = new URL('../../../lib/index.js', import.meta.url).href;
+const index = new URL('../../../dist/index.js', import.meta.url).href;
 const source = `
   const { parentPort } = require('node:worker_threads');
   const { execFile } = require('node:child_process');
