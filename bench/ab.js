@@ -9,8 +9,9 @@
 // cost moves with it: frequency, steal, neighbours); two servers measured
 // side by side see the same machine, so the ratio of their costs holds
 // where runs taken one after another do not. Each checkout needs its
-// native build (npm install there, or node scripts/build-native.js).
-import { spawn } from 'node:child_process';
+// native build (npm install there, or node scripts/build-native.js); one
+// that bundles lib/ (scripts/bundle.js) gets its bundle made again first.
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import { dirname, join, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,6 +65,12 @@ async function main() {
   const checkouts = positionals.map((p) => realpathSync(p));
   for (const co of checkouts) {
     if (!existsSync(join(co, 'native/build/spawnd'))) throw new Error(`${co}: no native/build/spawnd (run node scripts/build-native.js there)`);
+    // A checkout with a bundle (scripts/bundle.js) serves from it: made again from its lib/ as it is.
+    if (existsSync(join(co, 'scripts/bundle.js'))) {
+      const r = spawnSync(process.execPath, [join(co, 'scripts/bundle.js')], { cwd: co, encoding: 'utf8' });
+      const check = spawnSync(process.execPath, [join(co, 'scripts/bundle.js'), '--check'], { cwd: co, encoding: 'utf8' });
+      if (r.status !== 0 || check.status !== 0) throw new Error(`${co}: no bundle of its lib/: ${r.stdout}${r.stderr}${check.stdout}`);
+    }
   }
   const requests = Number(opt.requests);
   const connections = Math.max(1, Math.round(Number(opt.connections) / checkouts.length));

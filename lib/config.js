@@ -2,7 +2,7 @@
 // environment variable), the SPAWNPOOL_* environment, and the default size.
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import cluster from 'node:cluster';
+import * as cluster from 'node:cluster';
 import { isMainThread } from 'node:worker_threads';
 import { invalidArgType, invalidArgValue } from './errors.js';
 import { readableEnv } from './runtime.js';

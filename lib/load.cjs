@@ -1,9 +1,10 @@
-// Loads spawnpool for the package's entry points (dist/index.js, index.cjs,
-// register.js, register.cjs): dist/spawnpool.cjs, lib/ bundled into one
-// script by scripts/bundle.js. Under Node it is compiled with vm.Script and
-// the V8 code cache the install step made for this V8 (functions a first
-// spawn runs come compiled); a missing or rejected cache only costs the
-// compile. One instance per process: every entry point requires this module.
+// Loads spawnpool for the package's entry points (dist/index.js and, through
+// it, index.cjs, register.js, register.cjs): dist/spawnpool.cjs, lib/
+// bundled into one script by scripts/bundle.js. Under Node it is compiled
+// with vm.Script and the V8 code cache the install step made for this V8
+// and this very bundle (functions a first spawn runs come compiled); a
+// missing or refused cache only costs the compile. One instance per
+// process: every entry point comes here.
 'use strict';
 
 const { readFileSync } = require('node:fs');
@@ -11,46 +12,62 @@ const { join } = require('node:path');
 
 const dist = join(__dirname, '..', 'dist');
 const bundle = join(dist, 'spawnpool.cjs');
-const cacheFile = join(dist, `spawnpool-${process.arch}-v8-${process.versions.v8}.cache`);
 
-/** Runs the bundle; `builtins` maps a builtin's id (node:fs) to what its imports read, else its module object. */
+/** The cache file for this V8 and this bundle's text (its header names the text's hash). */
+function cacheFileFor(source) {
+  const id = /^\/\/ spawnpool bundle ([0-9a-f]{16}) /.exec(source)?.[1] ?? 'unknown';
+  return join(dist, `spawnpool-${id}-${process.arch}-v8-${process.versions.v8}.cache`);
+}
+
+/**
+ * Runs the bundle. `builtins` maps a builtin's id (node:fs) to the ES module
+ * namespace its imports read; without it they read the module object.
+ */
 function run(builtins) {
-  // Bun and Deno have node:vm but not V8's code cache: a plain require.
-  if (process.versions.bun !== undefined || process.versions.deno !== undefined) {
-    return { exports: require(bundle), script: null, cacheRejected: null };
+  // Bun and Deno have node:vm but not V8's code cache; a sandbox such as
+  // Jest's runs modules in a context of its own, which vm.Script's
+  // runInThisContext would leave: a plain require in both cases.
+  const vm = require('node:vm');
+  if (process.versions.bun !== undefined || process.versions.deno !== undefined
+    || vm.runInThisContext('globalThis') !== globalThis) {
+    return { exports: require(bundle), script: null, cacheFile: null, cacheRejected: null };
   }
-  const { Script } = require('node:vm');
   const { createRequire } = require('node:module');
+  const text = readFileSync(bundle, 'utf8');
+  const cacheFile = cacheFileFor(text);
   let cachedData;
   try {
-    cachedData = readFileSync(cacheFile);
+    // SPAWNPOOL_CODE_CACHE=0: compile without it (scripts/bundle.js makes the cache so).
+    if (process.env.SPAWNPOOL_CODE_CACHE !== '0') cachedData = readFileSync(cacheFile);
   } catch {
     cachedData = undefined;
   }
   // The wrapper shares the bundle's first line, so line numbers in stack traces are the file's.
-  const source = `(function (exports, require, module, __filename, __dirname) {${readFileSync(bundle, 'utf8')}\n})`;
-  const script = new Script(source, { filename: bundle, cachedData });
+  const source = `(function (exports, require, module, __filename, __dirname) {${text}\n})`;
+  const script = new vm.Script(source, { filename: bundle, cachedData });
   const fileRequire = createRequire(bundle);
   const bundleRequire = builtins === undefined ? fileRequire
     : (id) => (Object.hasOwn(builtins, id) ? builtins[id] : fileRequire(id));
   const module = { exports: {} };
   script.runInThisContext()(module.exports, bundleRequire, module, bundle, dist);
-  return { exports: module.exports, script, cacheRejected: cachedData === undefined ? null : script.cachedDataRejected };
+  return {
+    exports: module.exports, script, cacheFile, cacheRejected: cachedData === undefined ? null : script.cachedDataRejected,
+  };
 }
 
 let loaded = null;
 
 /**
  * The bundle's exports, `api` (lib/index.js's) and `install` (lib/hook.js's),
- * run at the first call. The ES module entry passes the builtins' ES module
- * namespaces; the CommonJS entries pass nothing.
+ * run at the first call. dist/index.js passes the builtins' ES module
+ * namespaces; later calls return the same exports.
  */
 exports.load = (builtins) => (loaded ??= run(builtins)).exports;
-/** Where this V8's code cache is read from. */
-exports.cacheFile = cacheFile;
 Object.defineProperties(exports, {
   /** The compiled bundle (null before load() and where it was required), for scripts/bundle.js's code cache. */
   script: { get: () => loaded?.script ?? null, enumerable: true },
-  /** null: no cache for this V8 (or not loaded); false: used; true: V8 refused it (another build or flags). */
+  /** Where this V8's code cache for this bundle is read from (null before load(), and where none is used). */
+  cacheFile: { get: () => loaded?.cacheFile ?? null, enumerable: true },
+  /** null: no cache read (none for this V8 and bundle, or not loaded); false: used; true: V8 refused it. */
   cacheRejected: { get: () => loaded?.cacheRejected ?? null, enumerable: true },
 });

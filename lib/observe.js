@@ -2,7 +2,7 @@
 // the NODE_DEBUG=spawnpool log, its own diagnostics channels, and Node's
 // `child_process` channel (plus the `tracing:child_process.spawn:*`
 // channels on the Node versions that have them) for the children it makes.
-import dc from 'node:diagnostics_channel';
+import * as dc from 'node:diagnostics_channel';
 import { ChildProcess as NodeChildProcess } from 'node:child_process';
 import { debuglog } from 'node:util';
 

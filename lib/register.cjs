@@ -1,5 +1,10 @@
-// `node --require spawnpool/register app.js`: the CommonJS entry of the hook.
-// Like lib/register.js, it leads to the package's own: dist/register.cjs.
+// `node --require spawnpool/register app.js`, by path: the package's hook,
+// dist/register.cjs (see lib/register.js); lib/'s modules where dist/ was
+// never made (a checkout before `npm install`).
 'use strict';
 
-require('../dist/register.cjs');
+const { existsSync } = require('node:fs');
+const { join } = require('node:path');
+
+const hook = join(__dirname, '..', 'dist', 'register.cjs');
+require(existsSync(hook) ? hook : './register-modules.cjs');

@@ -2,20 +2,22 @@
 // Makes dist/: the package's entry points, and spawnpool bundled into one
 // script with esbuild (a devDependency) so that importing it loads two
 // modules instead of twenty-four, compiled with a V8 code cache. Why, and
-// what it buys: docs/benchmarks.md, "Ninth pass".
+// what it buys: docs/benchmarks.md, "Ninth pass"; how: docs/install.md,
+// "The bundle and its code cache".
 //
 //   node scripts/bundle.js          the install step; never fails:
-//       1. the bundle: made by esbuild when it is installed, else kept when
-//          it was made from the lib/ at hand (the packed tarball carries
-//          one), else none
+//       1. the bundle: kept when it was made from the lib/ at hand (the
+//          packed tarball carries one), else made by the package's own
+//          esbuild (the pinned devDependency: a git checkout), else none
 //       2. the entry points dist/index.js, index.cjs, register.js,
-//          register.cjs: on the bundle, else on lib/'s sources directly
+//          register.cjs: on the bundle, else on lib/'s modules directly
 //       3. the code cache for the Node running this, made after a warm-up
 //          spawn through the bundle (lib/load.cjs uses it when the same V8
-//          runs it later; any other V8 compiles the bundle as usual)
-//   node scripts/bundle.js --pack   the prepack step: 1 and 2, and fails
-//                                   without esbuild (no code cache: the
-//                                   installing Node makes its own)
+//          runs the same bundle; any other compiles the bundle as usual)
+//   node scripts/bundle.js --pack   the prepack step: always makes the
+//                                   bundle, and fails without esbuild (no
+//                                   code cache: the installing Node makes
+//                                   its own)
 //   node scripts/bundle.js --no-cache   1 and 2 only
 //   node scripts/bundle.js --check      exits 1 unless the bundle was made
 //                                       from the lib/ at hand
@@ -24,15 +26,15 @@
 // 'node:fs'` is a binding to node:fs's ES module namespace, which holds the
 // values of the moment that namespace was made (and of each
 // syncBuiltinESMExports()), not what a later patch of the fs object put
-// there. The ES module entry imports each builtin's namespace and the bundle
-// reads its imports from them, so a program that patches a builtin sees
-// spawnpool behave as the ES modules would. Loaded by require() before any
-// import, the bundle reads the builtins' module objects instead (their
-// properties as they are at each call): see docs/install.md.
+// there. The ES module entry imports each builtin's namespace and the
+// bundle's imports read from them (lib/load.cjs); the CommonJS entry
+// requires the ES module entry, so it is the same. lib/ imports builtins
+// only as named or namespace imports: a default import is the module object
+// itself, which the namespace does not give, and is refused here.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
-  mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync,
+  mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
@@ -49,40 +51,63 @@ const rel = (p) => relative(process.cwd(), p) || '.';
 
 class BundleError extends Error {}
 
-/** A hash of every file under lib/: the bundle says which sources it was made from. */
+/** The esbuild version package.json pins: the only one that makes the bundle. */
+const pinnedEsbuild = () => JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).devDependencies?.esbuild ?? null;
+
+/**
+ * What the bundle is made from: lib/'s modules (the files npm packs and
+ * esbuild reads, *.js and *.cjs), this script, and the pinned esbuild.
+ */
 function sourcesHash() {
   const hash = createHash('sha256');
-  for (const name of readdirSync(lib).sort()) {
-    hash.update(`${name}\0`).update(readFileSync(join(lib, name))).update('\0');
-  }
+  const names = readdirSync(lib, { withFileTypes: true })
+    .filter((e) => e.isFile() && /^[^.].*\.c?js$/.test(e.name)).map((e) => e.name).sort();
+  for (const name of names) hash.update(`${name}\0`).update(readFileSync(join(lib, name))).update('\0');
+  hash.update(readFileSync(fileURLToPath(import.meta.url))).update(`\0${pinnedEsbuild()}`);
   return hash.digest('hex').slice(0, 16);
 }
 
-const HEADER = (hash) => `// spawnpool bundle of lib/ ${hash}: made by scripts/bundle.js, do not edit\n`;
+// The first line names the sources and, after "bundle", the script's own
+// content: lib/load.cjs keys the code cache by the latter, so a cache is
+// only ever offered to the very text it was made from (V8 itself checks only
+// the source's length).
+const HEADER_RE = /^\/\/ spawnpool bundle ([0-9a-f]{16}) of lib\/ ([0-9a-f]{16}): made by scripts\/bundle\.js, do not edit\n/;
+const header = (content, sources) => `// spawnpool bundle ${content} of lib/ ${sources}: made by scripts/bundle.js, do not edit\n`;
 
 function bundleIsCurrent(hash) {
   try {
-    return readFileSync(bundleFile, 'utf8').startsWith(HEADER(hash));
+    return HEADER_RE.exec(readFileSync(bundleFile, 'utf8'))?.[2] === hash;
   } catch {
     return false;
   }
 }
 
+/** This package's own esbuild at the pinned version, or null (never one found further up the tree). */
 function loadEsbuild() {
   try {
-    return require('esbuild');
+    const own = createRequire(join(root, 'package.json'));
+    const path = own.resolve('esbuild');
+    if (!path.startsWith(`${realpathSync(join(root, 'node_modules'))}/`)) return null;
+    const esbuild = own('esbuild');
+    return esbuild.version === pinnedEsbuild() ? esbuild : null;
   } catch {
     return null;
   }
 }
 
-/** esbuild plugin: lib/ imports only its own files and builtins (as node:…); anything else is refused. */
+/** esbuild plugin: lib/ imports its own files, and builtins (node:…) by name or as a namespace; nothing else. */
 const onlyBuiltins = {
   name: 'only-builtins',
   setup(build) {
     build.onResolve({ filter: /^node:/ }, ({ path }) => ({ path, external: true }));
     build.onResolve({ filter: /^[^./]/ }, ({ path }) => {
       throw new BundleError(`lib/ imports ${JSON.stringify(path)}: builtins are imported as node:…, and nothing else is`);
+    });
+    build.onLoad({ filter: /\/lib\/[^/]+\.js$/ }, ({ path }) => {
+      const source = readFileSync(path, 'utf8');
+      const byDefault = /^import\s+[A-Za-z_$][\w$]*\s*(,[^;]*)?\s+from\s+'node:[^']+'/m.exec(source);
+      if (byDefault) throw new BundleError(`${relative(root, path)}: \`${byDefault[0]}\`: import a builtin by name or as a namespace`);
+      return { contents: source, loader: 'js' };
     });
   },
 };
@@ -106,13 +131,21 @@ async function makeBundle(esbuild, hash) {
     // The bundle sits in dist/, one level below the package root like lib/,
     // so URLs relative to it (../native/build/…) name the same files.
     define: { 'import.meta.url': '__spawnpool_url' },
-    banner: { js: `${HEADER(hash)}'use strict';\nconst __spawnpool_url = require('node:url').pathToFileURL(__filename).href;` },
+    banner: { js: "'use strict';\nconst __spawnpool_url = require('node:url').pathToFileURL(__filename).href;" },
   });
   if (result.errors.length > 0) throw new BundleError(result.errors.map((e) => e.text).join('; '));
+  const text = result.outputFiles[0].text;
+  const content = createHash('sha256').update(text).digest('hex').slice(0, 16);
+  writeAtomically(bundleFile, header(content, hash) + text);
+  // Caches of an earlier bundle are for another text: remade by the next install.
+  for (const name of readdirSync(dist)) if (name.endsWith('.cache')) unlinkSync(join(dist, name));
+}
+
+function writeAtomically(file, text) {
   mkdirSync(dist, { recursive: true });
-  const tmp = `${bundleFile}.${process.pid}.tmp`;
-  writeFileSync(tmp, result.outputFiles[0].text);
-  renameSync(tmp, bundleFile);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
 }
 
 /** The builtins the bundle imports (esbuild turns each import into one `require("node:…")`). */
@@ -121,7 +154,7 @@ function bundleBuiltins() {
   return [...new Set(Array.from(text.matchAll(/\brequire\("(node:[^"]+)"\)/g), (m) => m[1]))].sort();
 }
 
-/** The public names of lib/index.js, in its order: the ES module entry exports exactly these. */
+/** The public names of lib/index.js: the ES module entry exports exactly these. */
 async function publicNames() {
   const names = Object.keys(await import(pathToFileURL(join(lib, 'index.js')).href));
   return names.filter((n) => n !== 'default');
@@ -136,82 +169,71 @@ function writeEntries(bundled, names) {
 import { createRequire } from 'node:module';
 ${builtins.map((id, i) => `import * as builtin${i} from '${id}';`).join('\n')}
 
-// Deno gates require() of a file behind --allow-read (an import is not
-// gated): there the entry imports lib/'s modules, as without a bundle.
-const api = globalThis.Deno === undefined
-  ? createRequire(import.meta.url)('../lib/load.cjs').load({
-    ${builtins.map((id, i) => `'${id}': builtin${i},`).join('\n    ')}
-  }).api
-  : await import('../lib/index.js');
+const { api } = createRequire(import.meta.url)('../lib/load.cjs').load({
+  ${builtins.map((id, i) => `'${id}': builtin${i},`).join('\n  ')}
+});
 export const {
   ${names.join(',\n  ')},
 } = api;
 export default api.default;
 `,
-    'index.cjs': `${banner}// spawnpool's CommonJS entry: the bundle, loaded by lib/load.cjs (one instance with the ES module entry's).
-'use strict';
-module.exports = require('../lib/load.cjs').load().api;
-`,
     'register.js': `${banner}// spawnpool/register under --import (docs/register.md).
 import { createRequire } from 'node:module';
 import './index.js';
 
-if (globalThis.Deno === undefined) {
-  createRequire(import.meta.url)('./register.cjs');
-} else {
-  // Deno: lib/'s modules, as dist/index.js loads them there.
-  const [{ spawn, exec, execFile }, { install }] = await Promise.all([import('../lib/index.js'), import('../lib/hook.js')]);
-  install({ spawn, exec, execFile });
-}
+createRequire(import.meta.url)('./register.cjs');
 `,
     'register.cjs': `${banner}// spawnpool/register under --require (docs/register.md).
 'use strict';
+require('./index.cjs');
 const { api, install } = require('../lib/load.cjs').load();
 install({ spawn: api.spawn, exec: api.exec, execFile: api.execFile });
 `,
+    'index.cjs': `${banner}// spawnpool's CommonJS entry: the ES module entry through require(esm), so
+// that require() and import give one instance with the same view of the
+// builtins. A Node that cannot require() an ES module (before 20.19 and
+// 22.12) gets the bundle directly, reading the builtins' module objects.
+'use strict';
+try {
+  module.exports = require('./index.js');
+} catch (err) {
+  if (err?.code !== 'ERR_REQUIRE_ESM') throw err;
+  module.exports = require('../lib/load.cjs').load().api;
+}
+`,
   } : {
-    'index.js': `${banner}// No bundle (esbuild was not installed): the sources.
+    'index.js': `${banner}// No bundle (esbuild was not installed): lib/'s modules.
 export * from '../lib/index.js';
 export { default } from '../lib/index.js';
 `,
-    'index.cjs': `${banner}// No bundle (esbuild was not installed): the sources, through require(esm).
-'use strict';
-module.exports = require('../lib/index.js');
+    'register.js': `${banner}// No bundle (esbuild was not installed): lib/'s modules.
+import '../lib/register-modules.js';
 `,
-    'register.js': `${banner}// spawnpool/register under --import, without a bundle: lib/'s modules.
-import { spawn, exec, execFile } from '../lib/index.js';
-import { install } from '../lib/hook.js';
-
-install({ spawn, exec, execFile });
-`,
-    'register.cjs': `${banner}// spawnpool/register under --require, without a bundle: lib/'s ES modules
-// through require(esm), which Node has without a flag from 20.19 and 22.12
-// on (process.features.require_module). Older Nodes cannot load an ES
-// module synchronously, and the hook must be in place before the
-// application's first line: there it warns and leaves node:child_process as
-// it is (use --import instead, Node >= 20.6 / 18.19).
+    'register.cjs': `${banner}// No bundle (esbuild was not installed): lib/'s modules.
 'use strict';
-
-try {
-  require('./register.js');
-} catch (err) {
-  if (err?.code !== 'ERR_REQUIRE_ESM') throw err;
-  process.emitWarning(
-    \`spawnpool/register: this Node (\${process.version}) cannot require() an ES module; \` +
-      'use --import spawnpool/register (or Node >= 20.19 / 22.12): node:child_process is left unchanged',
-    { code: 'SPAWNPOOL_REGISTER_UNSUPPORTED' },
-  );
-}
+require('../lib/register-modules.cjs');
+`,
+    'index.cjs': `${banner}// No bundle (esbuild was not installed): lib/'s modules, through require(esm).
+'use strict';
+module.exports = require('./index.js');
 `,
   };
-  mkdirSync(dist, { recursive: true });
-  for (const [name, text] of Object.entries(entries)) writeFileSync(join(dist, name), text);
+  for (const [name, text] of Object.entries(entries)) {
+    const file = join(dist, name);
+    let old = null;
+    try {
+      old = readFileSync(file, 'utf8');
+    } catch {}
+    if (old !== text) writeAtomically(file, text);
+  }
 }
 
-/** Code caches of other V8s are left alone (another Node may share this install); this one's is remade. */
+/** Code caches of other V8s for this bundle are left alone (another Node may share this install). */
 function makeCodeCache() {
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--cache-child'], {
-    cwd: root, encoding: 'utf8', timeout: 30_000, env: { ...process.env, SPAWNPOOL_SERVERS: '1' },
+    cwd: root, encoding: 'utf8', timeout: 30_000,
+    // One server, whatever the machine; no cache read: this run makes it.
+    env: { ...process.env, SPAWNPOOL_SIZE: '1', SPAWNPOOL_CODE_CACHE: '0' },
   });
   if (r.status !== 0) {
     throw new BundleError(`no code cache: the warm-up ${r.error?.message ?? `exited ${r.status ?? r.signal}`}: ${(r.stderr ?? '').trim().split('\n')[0]}`);
@@ -237,28 +259,26 @@ async function cacheChild() {
   await promisify(api.exec)('echo hi');
   await api.close();
   const data = load.script.createCachedData();
-  const tmp = `${load.cacheFile}.${process.pid}.tmp`;
-  writeFileSync(tmp, data);
-  renameSync(tmp, load.cacheFile);
+  writeAtomically(load.cacheFile, data);
   console.log(`code cache for V8 ${process.versions.v8}: ${rel(load.cacheFile)} (${Math.round(data.length / 1024)} KiB)`);
 }
 
 async function main() {
   const pack = args.has('--pack');
   const hash = sourcesHash();
-  const esbuild = loadEsbuild();
-  let bundled = false;
-  if (esbuild !== null) {
-    await makeBundle(esbuild, hash);
-    say(`bundled lib/ into ${rel(bundleFile)}`);
-    bundled = true;
-  } else if (pack) {
-    throw new BundleError('esbuild is not installed (npm install first): the tarball must carry the bundle');
-  } else if (bundleIsCurrent(hash)) {
-    bundled = true;
-  } else {
-    rmSync(bundleFile, { force: true });
-    say('no bundle (esbuild is not installed): spawnpool loads from lib/');
+  let bundled = !pack && bundleIsCurrent(hash);
+  if (!bundled) {
+    const esbuild = loadEsbuild();
+    if (esbuild !== null) {
+      await makeBundle(esbuild, hash);
+      say(`bundled lib/ into ${rel(bundleFile)}`);
+      bundled = true;
+    } else if (pack) {
+      throw new BundleError(`esbuild ${pinnedEsbuild()} is not installed (npm install first): the tarball must carry the bundle`);
+    } else {
+      rmSync(bundleFile, { force: true });
+      say(`no bundle (no esbuild ${pinnedEsbuild()} in this package's node_modules): spawnpool loads lib/'s modules`);
+    }
   }
   writeEntries(bundled, await publicNames());
   if (bundled && !pack && !args.has('--no-cache')) {
@@ -282,8 +302,17 @@ if (args.has('--cache-child')) {
     await main();
   } catch (err) {
     console.error(`spawnpool: ${err instanceof BundleError ? err.message : err.stack}`);
-    if (args.has('--pack')) process.exitCode = 1;
-    // The install step never fails: without a bundle the entries load lib/.
-    else writeEntries(false, await publicNames());
+    if (args.has('--pack')) {
+      process.exitCode = 1;
+    } else {
+      // The install step never fails: without a bundle the entries load
+      // lib/; where even they cannot be written (a read-only install), the
+      // ones there stay.
+      try {
+        writeEntries(false, await publicNames());
+      } catch (again) {
+        console.error(`spawnpool: dist/'s entry points left as they were: ${again.message}`);
+      }
+    }
   }
 }

@@ -1,6 +1,6 @@
 // Run by deno-permissions.js under Deno with various permission flags:
 // spawns one program through spawnpool and prints what happened as JSON.
-import { spawn, stats } from '../../dist/index.js';
+import { spawn, stats } from '../../lib/index.js'; // the package's "deno" export condition
 
 const program = Deno.args[0] ?? 'echo';
 const warnings = [];

@@ -13,7 +13,9 @@
 process.env.SPAWNPOOL_RUNTIME_MODE ??= 'serve';
 
 const nodeCp = await import('node:child_process');
-const spawnpool = await import('../../dist/index.js');
+// What the package gives this runtime: Deno's "deno" export condition names
+// lib/'s modules, Node and Bun load the bundle (docs/install.md).
+const spawnpool = await import(globalThis.Deno ? '../../lib/index.js' : '../../dist/index.js');
 const { promisify } = await import('node:util');
 const { createHash } = await import('node:crypto');
 

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, appendFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -72,6 +72,10 @@ test('the package exports what lib/index.js exports: names, arities, kinds', () 
 test('import and require of the package give one instance: the bundle', () => {
   const { api } = require('../../lib/load.cjs').load();
   const cjs = require('spawnpool');
+  // require() gives the ES module entry's namespace, as require(esm) of lib/index.js did.
+  assert.equal(cjs, require('../../dist/index.js'));
+  assert.equal(Object.prototype.toString.call(cjs), '[object Module]');
+  assert.equal(cjs.__esModule, true);
   for (const name of ['spawn', 'exec', 'execFile', 'stats', 'createPool', 'ChildProcess']) {
     assert.equal(pkg[name], api[name], `import: ${name}`);
     assert.equal(cjs[name], api[name], `require: ${name}`);
@@ -108,25 +112,42 @@ test('a builtin patched around the import: spawnpool calls what the ES modules w
   const calls = {};
   for (const [label, url] of [['lib/', pathToFileURL(join(ROOT, 'lib/index.js')).href], ['bundle', 'spawnpool']]) {
     for (const [name, steps] of Object.entries(cases)) {
-      const { count } = runModule(`
+      const { count, channels } = runModule(`
         const fs = process.getBuiltinModule('node:fs');
+        const dc = process.getBuiltinModule('node:diagnostics_channel');
         let count = 0;
-        const patch = () => { const original = fs.writeSync; fs.writeSync = function (...a) { count++; return original.apply(this, a); }; };
+        let channels = 0;
+        const patch = () => {
+          const write = fs.writeSync;
+          fs.writeSync = function (...a) { count++; return write.apply(this, a); };
+          const channel = dc.channel;
+          dc.channel = function (...a) { channels++; return channel.apply(this, a); };
+        };
         let sp;
         const load = async () => { sp = await import(${JSON.stringify(url)}); await sp.ready(); count = 0; };
-        ${steps}
+        ${steps.replace("import('node:fs')", "import('node:fs'); await import('node:diagnostics_channel')")}
         await new Promise((resolve) => sp.spawn('true').on('close', resolve));
         await sp.close();
-        console.log(JSON.stringify({ count }));`, { env: { SPAWNPOOL_ADDON: '' } });
+        console.log(JSON.stringify({ count, channels }));`, { env: { SPAWNPOOL_ADDON: '' } });
       (calls[name] ??= {})[label] = count;
+      (calls[`${name} (diagnostics_channel.channel, a namespace import)`] ??= {})[label] = channels;
     }
   }
   for (const [name, { 'lib/': own, bundle }] of Object.entries(calls)) {
-    assert.equal(bundle > 0, own > 0, `${name}: the patched fs.writeSync was called ${own} times from lib/, ${bundle} from the bundle`);
+    const why = `${name}: the patched function was called ${own} times from lib/, ${bundle} from the bundle`;
+    // The channels are made at import, a fixed number; the writes per spawn may vary with timing.
+    if (name.includes('diagnostics_channel')) assert.equal(bundle, own, why);
+    else assert.equal(bundle > 0, own > 0, why);
   }
   // Both outcomes occur, so the comparison can fail either way.
   assert.ok(calls['patched, then imported']['lib/'] > 0, JSON.stringify(calls));
   assert.equal(calls['imported, then patched']['lib/'], 0, JSON.stringify(calls));
+  const ns = ' (diagnostics_channel.channel, a namespace import)';
+  assert.ok(calls[`patched, then imported${ns}`]['lib/'] > 0, JSON.stringify(calls));
+  // Node's own modules call the patched dc.channel too (they use the module
+  // object); spawnpool's channels at import are the difference.
+  assert.ok(calls[`node:fs imported elsewhere first, then patched, then spawnpool imported${ns}`]['lib/']
+    < calls[`patched, then imported${ns}`]['lib/'], JSON.stringify(calls));
 });
 
 test('the code cache made by the install step is the one this Node uses', () => {
@@ -139,6 +160,7 @@ test('the code cache made by the install step is the one this Node uses', () => 
 
 test('a code cache V8 refuses costs only the compile: the package works', (t) => {
   const dir = packageCopy(t);
+  require('../../lib/load.cjs').load();
   const cache = join(dir, 'dist', basename(require('../../lib/load.cjs').cacheFile));
   writeFileSync(cache, Buffer.alloc(4096, 0x5a));
   const r = runModule(spawnThrough(pathToFileURL(join(dir, 'dist/index.js')).href));
@@ -179,4 +201,77 @@ test('no esbuild and no bundle: the entry points load lib/, for import, require 
     const cp = createRequire(${JSON.stringify(url)})('node:child_process');
     console.log(JSON.stringify({ same: sp.spawn === (await import(${JSON.stringify(url)})).spawn, hooked: cp.spawn === sp.spawn }));`);
   assert.deepEqual(viaRequire, { same: true, hooked: true });
+});
+
+test('a code cache is only ever offered to the bundle it was made from', (t) => {
+  // V8 checks a cache against the source's length only: a lib/ edit that
+  // keeps the bundle's length must not run the old code from the old cache.
+  const dir = packageCopy(t);
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  const url = pathToFileURL(join(dir, 'dist/index.js')).href;
+  const bundle = () => spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: dir, encoding: 'utf8' });
+  const strategyError = () => runModule(`
+    const { createPool } = await import(${JSON.stringify(url)});
+    const load = (await import('node:module')).createRequire(${JSON.stringify(url)})('../lib/load.cjs');
+    let message = null;
+    try { createPool({ strategy: 'randoM' }); } catch (err) { message = err.message; }
+    console.log(JSON.stringify({ message, cacheRejected: load.cacheRejected, cacheFile: load.cacheFile }));`);
+  let r = bundle();
+  assert.equal(r.status, 0, r.stderr);
+  const before = strategyError();
+  assert.equal(before.cacheRejected, false, 'the copy made and used its cache');
+  assert.match(before.message, /strategy/);
+  const oldCache = readFileSync(before.cacheFile);
+
+  const config = join(dir, 'lib/config.js');
+  const source = readFileSync(config, 'utf8');
+  assert.ok(source.includes("'random'"));
+  writeFileSync(config, source.replace("'random'", "'randoM'"));   // same length
+  r = bundle();
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /bundled lib/);
+  // The old cache put back under its own name: the new bundle does not look there.
+  writeFileSync(before.cacheFile, oldCache);
+  const after = strategyError();
+  assert.equal(after.message, null, 'randoM is a strategy of the new bundle');
+  assert.notEqual(after.cacheFile, before.cacheFile);
+  assert.equal(after.cacheRejected, false, 'the new bundle has a cache of its own');
+});
+
+test("the install step uses only this package's pinned esbuild, never one found further up", (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'spawnpool-up-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const marker = join(dir, 'esbuild-was-loaded');
+  mkdirSync(join(dir, 'node_modules/esbuild/lib'), { recursive: true });
+  cpSync(join(ROOT, 'node_modules/esbuild/package.json'), join(dir, 'node_modules/esbuild/package.json'));
+  writeFileSync(join(dir, 'node_modules/esbuild/lib/main.js'), `require('fs').writeFileSync(${JSON.stringify(marker)}, ''); module.exports = { version: ${JSON.stringify(require('esbuild/package.json').version)} };`, { flag: 'w' });
+  const pkgDir = join(dir, 'node_modules', 'spawnpool');
+  for (const part of ['lib', 'scripts', 'package.json', 'dist']) cpSync(join(ROOT, part), join(pkgDir, part), { recursive: true });
+  symlinkSync(join(ROOT, 'native'), join(pkgDir, 'native'));
+  appendFileSync(join(pkgDir, 'lib/errors.js'), '\n// changed\n');   // the bundle is stale
+  const r = spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: pkgDir, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /no bundle/);
+  assert.ok(!existsSync(marker), 'an esbuild outside the package was loaded');
+});
+
+test('the install step exits 0 even where dist/ cannot be written', (t) => {
+  const dir = packageCopy(t, { withDist: false });
+  writeFileSync(join(dir, 'dist'), 'not a directory');
+  const r = spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: dir, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stderr, /left as they were/);
+});
+
+test('an ES module that imports spawnpool can itself be require()d (no top-level await in the entry points)', (t) => {
+  // require(esm) refuses a module graph with top-level await (ERR_REQUIRE_ASYNC_MODULE).
+  const dir = mkdtempSync(join(tmpdir(), 'spawnpool-tla-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const esm = join(dir, 'uses-spawnpool.mjs');
+  writeFileSync(esm, `import { spawn } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/index.js')).href)};
+import ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/register.js')).href)};
+export const kind = typeof spawn;\n`);
+  const r = spawnSync(process.execPath, ['-e', `console.log(require(${JSON.stringify(esm)}).kind)`], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'function');
 });
