@@ -3,11 +3,13 @@
 // bundled into one script by scripts/bundle.js. Under Node it is compiled
 // with vm.Script and the V8 code cache the install step made for this V8
 // and this very bundle (functions a first spawn runs come compiled); a
-// missing or refused cache only costs the compile. One instance per
-// process: every entry point comes here.
+// missing or refused cache only costs the compile. Without a bundle (no
+// esbuild at install, --ignore-scripts in a checkout), lib/'s ES modules,
+// through require(esm). One instance per process: every entry point comes
+// here.
 'use strict';
 
-const { readFileSync } = require('node:fs');
+const { existsSync, readFileSync } = require('node:fs');
 const { join } = require('node:path');
 
 const dist = join(__dirname, '..', 'dist');
@@ -24,6 +26,9 @@ function cacheFileFor(source) {
  * namespace its imports read; without it they read the module object.
  */
 function run(builtins) {
+  if (!existsSync(bundle)) {
+    return { exports: { api: require('./index.js'), install: require('./hook.js').install }, script: null, cacheFile: null, cacheRejected: null };
+  }
   // Bun and Deno have node:vm but not V8's code cache; a sandbox such as
   // Jest's runs modules in a context of its own, which vm.Script's
   // runInThisContext would leave: a plain require in both cases.
@@ -64,7 +69,7 @@ let loaded = null;
  */
 exports.load = (builtins) => (loaded ??= run(builtins)).exports;
 Object.defineProperties(exports, {
-  /** The compiled bundle (null before load() and where it was required), for scripts/bundle.js's code cache. */
+  /** The compiled bundle (null before load(), where it was required, and without one), for scripts/bundle.js's code cache. */
   script: { get: () => loaded?.script ?? null, enumerable: true },
   /** Where this V8's code cache for this bundle is read from (null before load(), and where none is used). */
   cacheFile: { get: () => loaded?.cacheFile ?? null, enumerable: true },

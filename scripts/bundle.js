@@ -9,26 +9,28 @@
 //       1. the bundle: kept when it was made from the lib/ at hand (the
 //          packed tarball carries one), else made by the package's own
 //          esbuild (the pinned devDependency: a git checkout), else none
-//       2. the entry points dist/index.js, index.cjs, register.js,
-//          register.cjs: on the bundle, else on lib/'s modules directly
-//       3. the code cache for the Node running this, made after a warm-up
+//          (the entry points, dist/index.js and the others, then load
+//          lib/'s modules: lib/load.cjs)
+//       2. the code cache for the Node running this, made after a warm-up
 //          spawn through the bundle (lib/load.cjs uses it when the same V8
 //          runs the same bundle; any other compiles the bundle as usual)
 //   node scripts/bundle.js --pack   the prepack step: always makes the
 //                                   bundle, and fails without esbuild (no
 //                                   code cache: the installing Node makes
 //                                   its own)
-//   node scripts/bundle.js --no-cache   1 and 2 only
+//   node scripts/bundle.js --no-cache   1 only
 //   node scripts/bundle.js --check      exits 1 unless the bundle was made
-//                                       from the lib/ at hand
+//                                       from the lib/ at hand, and
+//                                       dist/index.js hands it the
+//                                       namespaces of all its builtins
 //
 // Builtins keep their ES module semantics: lib/'s `import { closeSync } from
 // 'node:fs'` is a binding to node:fs's ES module namespace, which holds the
 // values of the moment that namespace was made (and of each
 // syncBuiltinESMExports()), not what a later patch of the fs object put
-// there. The ES module entry imports each builtin's namespace and the
-// bundle's imports read from them (lib/load.cjs); the CommonJS entry
-// requires the ES module entry, so it is the same. lib/ imports builtins
+// there. The ES module entry (dist/index.js) imports each builtin's
+// namespace and the bundle's imports read from them (lib/load.cjs); the
+// CommonJS entry requires the ES module entry, so it is the same. lib/ imports builtins
 // only as named or namespace imports: a default import is the module object
 // itself, which the namespace does not give, and is refused here.
 import { spawnSync } from 'node:child_process';
@@ -154,78 +156,11 @@ function bundleBuiltins() {
   return [...new Set(Array.from(text.matchAll(/\brequire\("(node:[^"]+)"\)/g), (m) => m[1]))].sort();
 }
 
-/** The public names of lib/index.js: the ES module entry exports exactly these. */
-async function publicNames() {
-  const names = Object.keys(await import(pathToFileURL(join(lib, 'index.js')).href));
-  return names.filter((n) => n !== 'default');
-}
-
-function writeEntries(bundled, names) {
-  const banner = '// Made by scripts/bundle.js (npm install, npm pack): do not edit.\n';
-  const builtins = bundled ? bundleBuiltins() : [];
-  const entries = bundled ? {
-    'index.js': `${banner}// spawnpool's ES module entry: the bundle, loaded by lib/load.cjs with the
-// ES module namespaces of the builtins it imports.
-import { createRequire } from 'node:module';
-${builtins.map((id, i) => `import * as builtin${i} from '${id}';`).join('\n')}
-
-const { api } = createRequire(import.meta.url)('../lib/load.cjs').load({
-  ${builtins.map((id, i) => `'${id}': builtin${i},`).join('\n  ')}
-});
-export const {
-  ${names.join(',\n  ')},
-} = api;
-export default api.default;
-`,
-    'register.js': `${banner}// spawnpool/register under --import (docs/register.md).
-import { createRequire } from 'node:module';
-import './index.js';
-
-createRequire(import.meta.url)('./register.cjs');
-`,
-    'register.cjs': `${banner}// spawnpool/register under --require (docs/register.md).
-'use strict';
-require('./index.cjs');
-const { api, install } = require('../lib/load.cjs').load();
-install({ spawn: api.spawn, exec: api.exec, execFile: api.execFile });
-`,
-    'index.cjs': `${banner}// spawnpool's CommonJS entry: the ES module entry through require(esm), so
-// that require() and import give one instance with the same view of the
-// builtins. A Node that cannot require() an ES module (before 20.19 and
-// 22.12) gets the bundle directly, reading the builtins' module objects.
-'use strict';
-try {
-  module.exports = require('./index.js');
-} catch (err) {
-  if (err?.code !== 'ERR_REQUIRE_ESM') throw err;
-  module.exports = require('../lib/load.cjs').load().api;
-}
-`,
-  } : {
-    'index.js': `${banner}// No bundle (esbuild was not installed): lib/'s modules.
-export * from '../lib/index.js';
-export { default } from '../lib/index.js';
-`,
-    'register.js': `${banner}// No bundle (esbuild was not installed): lib/'s modules.
-import '../lib/register-modules.js';
-`,
-    'register.cjs': `${banner}// No bundle (esbuild was not installed): lib/'s modules.
-'use strict';
-require('../lib/register-modules.cjs');
-`,
-    'index.cjs': `${banner}// No bundle (esbuild was not installed): lib/'s modules, through require(esm).
-'use strict';
-module.exports = require('./index.js');
-`,
-  };
-  for (const [name, text] of Object.entries(entries)) {
-    const file = join(dist, name);
-    let old = null;
-    try {
-      old = readFileSync(file, 'utf8');
-    } catch {}
-    if (old !== text) writeAtomically(file, text);
-  }
+/** Builtins the bundle imports that dist/index.js does not hand over as namespaces. */
+function missingNamespaces() {
+  const entry = readFileSync(join(dist, 'index.js'), 'utf8');
+  const handed = new Set(Array.from(entry.matchAll(/^import \* as [\w$]+ from '(node:[^']+)';$/gm), (m) => m[1]));
+  return bundleBuiltins().filter((id) => !handed.has(id));
 }
 
 /** Code caches of other V8s for this bundle are left alone (another Node may share this install). */
@@ -280,39 +215,29 @@ async function main() {
       say(`no bundle (no esbuild ${pinnedEsbuild()} in this package's node_modules): spawnpool loads lib/'s modules`);
     }
   }
-  writeEntries(bundled, await publicNames());
-  if (bundled && !pack && !args.has('--no-cache')) {
-    try {
-      makeCodeCache();
-    } catch (err) {
-      if (!(err instanceof BundleError)) throw err;
-      say(err.message);
-    }
+  const missing = bundled ? missingNamespaces() : [];
+  if (missing.length > 0) {
+    throw new BundleError(`dist/index.js does not hand the bundle the namespaces of ${missing.join(', ')}: add them there`);
   }
+  if (bundled && !pack && !args.has('--no-cache')) makeCodeCache();
 }
 
 if (args.has('--cache-child')) {
   await cacheChild();
 } else if (args.has('--check')) {
   const current = bundleIsCurrent(sourcesHash());
-  say(current ? `${rel(bundleFile)} is lib/ as it is` : `${rel(bundleFile)} is missing or older than lib/: node scripts/bundle.js`);
-  process.exitCode = current ? 0 : 1;
+  const missing = current ? missingNamespaces() : [];
+  if (!current) say(`${rel(bundleFile)} is missing or older than lib/: node scripts/bundle.js`);
+  else if (missing.length > 0) say(`dist/index.js does not hand the bundle the namespaces of ${missing.join(', ')}`);
+  else say(`${rel(bundleFile)} is lib/ as it is`);
+  process.exitCode = current && missing.length === 0 ? 0 : 1;
 } else {
   try {
     await main();
   } catch (err) {
     console.error(`spawnpool: ${err instanceof BundleError ? err.message : err.stack}`);
-    if (args.has('--pack')) {
-      process.exitCode = 1;
-    } else {
-      // The install step never fails: without a bundle the entries load
-      // lib/; where even they cannot be written (a read-only install), the
-      // ones there stay.
-      try {
-        writeEntries(false, await publicNames());
-      } catch (again) {
-        console.error(`spawnpool: dist/'s entry points left as they were: ${again.message}`);
-      }
-    }
+    // The install step never fails: without a bundle (or a cache), the
+    // entry points load lib/'s modules (or compile the bundle as usual).
+    if (args.has('--pack')) process.exitCode = 1;
   }
 }

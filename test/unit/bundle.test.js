@@ -28,13 +28,14 @@ function runModule(code, { cwd = ROOT, env = {} } = {}) {
   return JSON.parse(r.stdout.trim().split('\n').at(-1));
 }
 
-/** A copy of the package (lib, scripts, dist, package.json) sharing this checkout's native build. */
-function packageCopy(t, { withDist = true } = {}) {
+/** A copy of the package (lib, scripts, dist's entry points, package.json) sharing this checkout's native build. */
+function packageCopy(t, { withBundle = true } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'spawnpool-bundle-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  for (const part of ['lib', 'scripts', 'package.json', ...(withDist ? ['dist'] : [])]) {
-    cpSync(join(ROOT, part), join(dir, part), { recursive: true });
-  }
+  for (const part of ['lib', 'scripts', 'package.json']) cpSync(join(ROOT, part), join(dir, part), { recursive: true });
+  cpSync(join(ROOT, 'dist'), join(dir, 'dist'), {
+    recursive: true, filter: (src) => withBundle || !/(spawnpool\.cjs|\.cache)$/.test(src),
+  });
   symlinkSync(join(ROOT, 'native'), join(dir, 'native'));
   return dir;
 }
@@ -48,7 +49,7 @@ const spawnThrough = (url) => `
   const code = await new Promise((resolve) => child.on('close', resolve));
   await close();
   let cacheRejected;
-  const load = (await import('node:module')).createRequire(${JSON.stringify(url)})('../lib/load.cjs'); cacheRejected = load.script === null ? 'not loaded' : load.cacheRejected;
+  const load = (await import('node:module')).createRequire(${JSON.stringify(url)})('../lib/load.cjs'); cacheRejected = load.script === null ? 'no bundle' : load.cacheRejected;
   console.log(JSON.stringify({ out, code, cacheRejected }));`;
 
 test('the package exports what lib/index.js exports: names, arities, kinds', () => {
@@ -182,13 +183,13 @@ test("a tarball's bundle is kept without esbuild while lib/ is unchanged, and dr
   r = bundle();
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /no bundle/);
-  assert.match(readFileSync(join(dir, 'dist/index.js'), 'utf8'), /from '\.\.\/lib\/index\.js'/);
+  assert.ok(!existsSync(join(dir, 'dist/spawnpool.cjs')), 'the stale bundle was removed');
   const got = runModule(spawnThrough(pathToFileURL(join(dir, 'dist/index.js')).href));
-  assert.deepEqual(got, { out: 'through\n', code: 0, cacheRejected: 'not loaded' });
+  assert.deepEqual(got, { out: 'through\n', code: 0, cacheRejected: 'no bundle' });
 });
 
 test('no esbuild and no bundle: the entry points load lib/, for import, require and the register hook', (t) => {
-  const dir = packageCopy(t, { withDist: false });
+  const dir = packageCopy(t, { withBundle: false });
   const r = spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: dir, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /no bundle/);
@@ -255,12 +256,17 @@ test("the install step uses only this package's pinned esbuild, never one found 
   assert.ok(!existsSync(marker), 'an esbuild outside the package was loaded');
 });
 
-test('the install step exits 0 even where dist/ cannot be written', (t) => {
-  const dir = packageCopy(t, { withDist: false });
-  writeFileSync(join(dir, 'dist'), 'not a directory');
+test('the install step exits 0 even where the bundle cannot be written', (t) => {
+  const dir = packageCopy(t, { withBundle: false });
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  // dist/spawnpool.cjs's temporary file cannot be made: a directory is in the way of the rename.
+  mkdirSync(join(dir, 'dist/spawnpool.cjs'));
+  writeFileSync(join(dir, 'dist/spawnpool.cjs/keep'), '');
   const r = spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: dir, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stdout + r.stderr);
-  assert.match(r.stderr, /left as they were/);
+  assert.match(r.stderr, /spawnpool: /);
+  const pack = spawnSync(process.execPath, ['scripts/bundle.js', '--pack'], { cwd: dir, encoding: 'utf8' });
+  assert.notEqual(pack.status, 0, 'prepack fails where the bundle cannot be made');
 });
 
 test('an ES module that imports spawnpool can itself be require()d (no top-level await in the entry points)', (t) => {
@@ -274,4 +280,14 @@ export const kind = typeof spawn;\n`);
   const r = spawnSync(process.execPath, ['-e', `console.log(require(${JSON.stringify(esm)}).kind)`], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout.trim(), 'function');
+});
+
+test('--check fails when dist/index.js does not hand the bundle a builtin it imports', (t) => {
+  const dir = packageCopy(t);
+  const entry = join(dir, 'dist/index.js');
+  assert.equal(spawnSync(process.execPath, ['scripts/bundle.js', '--check'], { cwd: dir }).status, 0);
+  writeFileSync(entry, readFileSync(entry, 'utf8').replace(/^import \* as fs from 'node:fs';\n/m, '').replace(/^ {2}'node:fs': fs,\n/m, ''));
+  const r = spawnSync(process.execPath, ['scripts/bundle.js', '--check'], { cwd: dir, encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /node:fs/);
 });
