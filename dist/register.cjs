@@ -13,8 +13,8 @@ try {
 } catch (err) {
   if (err?.code !== 'ERR_REQUIRE_ESM') throw err;
   process.emitWarning(
-    `spawnpool/register: this Node (${process.version}) cannot require() an ES module, and there is no bundle; ` +
-      'use --import spawnpool/register (or Node >= 20.19 / 22.12): node:child_process is left unchanged',
+    `spawnpool/register: this Node (${process.version}) cannot require() an ES module, and spawnpool has no bundle ` +
+      '(npm rebuild spawnpool where its esbuild is installed, or use Node >= 20.19 / 22.12): node:child_process is left unchanged',
     { code: 'SPAWNPOOL_REGISTER_UNSUPPORTED' },
   );
 }

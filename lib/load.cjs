@@ -9,16 +9,22 @@
 // here.
 'use strict';
 
-const { existsSync, readFileSync } = require('node:fs');
+const { existsSync, readFileSync, statSync } = require('node:fs');
 const { join } = require('node:path');
 
 const dist = join(__dirname, '..', 'dist');
 const bundle = join(dist, 'spawnpool.cjs');
 
-/** The cache file for this V8 and this bundle's text (its header names the text's hash). */
+/**
+ * The cache file for this V8 and this bundle: its header names the hash of
+ * the text scripts/bundle.js wrote, and the file's size and mtime change
+ * with any edit made since (patch-package, a hand edit), so a cache is never
+ * offered to another text (V8 itself checks only the source's length).
+ */
 function cacheFileFor(source) {
   const id = /^\/\/ spawnpool bundle ([0-9a-f]{16}) /.exec(source)?.[1] ?? 'unknown';
-  return join(dist, `spawnpool-${id}-${process.arch}-v8-${process.versions.v8}.cache`);
+  const { size, mtimeMs } = statSync(bundle);
+  return join(dist, `spawnpool-${id}-${size}-${Math.trunc(mtimeMs)}-${process.arch}-v8-${process.versions.v8}.cache`);
 }
 
 /**
@@ -26,15 +32,16 @@ function cacheFileFor(source) {
  * namespace its imports read; without it they read the module object.
  */
 function run(builtins) {
-  if (!existsSync(bundle)) {
+  // No bundle; or Deno, whose imports of the package get lib/'s modules
+  // (its "deno" export condition), so its require() must too: one instance.
+  if (process.versions.deno !== undefined || !existsSync(bundle)) {
     return { exports: { api: require('./index.js'), install: require('./hook.js').install }, script: null, cacheFile: null, cacheRejected: null };
   }
-  // Bun and Deno have node:vm but not V8's code cache; a sandbox such as
-  // Jest's runs modules in a context of its own, which vm.Script's
-  // runInThisContext would leave: a plain require in both cases.
+  // Bun has node:vm but not V8's code cache; a sandbox such as Jest's runs
+  // modules in a context of its own, which vm.Script's runInThisContext
+  // would leave: a plain require in both cases.
   const vm = require('node:vm');
-  if (process.versions.bun !== undefined || process.versions.deno !== undefined
-    || vm.runInThisContext('globalThis') !== globalThis) {
+  if (process.versions.bun !== undefined || vm.runInThisContext('globalThis') !== globalThis) {
     return { exports: require(bundle), script: null, cacheFile: null, cacheRejected: null };
   }
   const { createRequire } = require('node:module');

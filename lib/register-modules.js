@@ -1,7 +1,6 @@
-// spawnpool/register over lib/'s modules, without the bundle: what Deno
-// loads (package.json's "deno" condition: a require() of the bundle would
-// need --allow-read there), and the hook of an install that has no bundle.
-// See lib/register.js.
+// spawnpool/register under Deno: package.json's "deno" export condition
+// gives Deno lib/'s modules (a require() of the bundle would need
+// --allow-read there), and this hook over them. See lib/register.js.
 import { spawn, exec, execFile } from './index.js';
 import { install } from './hook.js';
 

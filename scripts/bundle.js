@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// Makes dist/: the package's entry points, and spawnpool bundled into one
-// script with esbuild (a devDependency) so that importing it loads two
-// modules instead of twenty-four, compiled with a V8 code cache. Why, and
+// Makes dist/spawnpool.cjs: spawnpool bundled into one script with esbuild
+// (a devDependency), which the package's entry points (dist/index.js and
+// the others) load, so that importing it loads two modules instead of
+// twenty-four, compiled with a V8 code cache. Why, and
 // what it buys: docs/benchmarks.md, "Ninth pass"; how: docs/install.md,
 // "The bundle and its code cache".
 //
@@ -36,7 +37,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
-  mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync,
+  mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
@@ -107,7 +108,7 @@ const onlyBuiltins = {
     });
     build.onLoad({ filter: /\/lib\/[^/]+\.js$/ }, ({ path }) => {
       const source = readFileSync(path, 'utf8');
-      const byDefault = /^import\s+[A-Za-z_$][\w$]*\s*(,[^;]*)?\s+from\s+'node:[^']+'/m.exec(source);
+      const byDefault = /^import\s+([A-Za-z_$][\w$]*\s*(,[^;]*)?|\{[^}]*\bdefault\b[^}]*\})\s+from\s+['"]node:[^'"]+['"]/m.exec(source);
       if (byDefault) throw new BundleError(`${relative(root, path)}: \`${byDefault[0]}\`: import a builtin by name or as a namespace`);
       return { contents: source, loader: 'js' };
     });
@@ -122,6 +123,9 @@ async function makeBundle(esbuild, hash) {
       sourcefile: 'bundle-entry.js',
     },
     bundle: true,
+    // The same text wherever it is run from (esbuild's path comments are relative to this).
+    absWorkingDir: root,
+    tsconfigRaw: '{}',
     platform: 'node',
     format: 'cjs',
     target: 'node20',
@@ -135,12 +139,29 @@ async function makeBundle(esbuild, hash) {
     define: { 'import.meta.url': '__spawnpool_url' },
     banner: { js: "'use strict';\nconst __spawnpool_url = require('node:url').pathToFileURL(__filename).href;" },
   });
-  if (result.errors.length > 0) throw new BundleError(result.errors.map((e) => e.text).join('; '));
   const text = result.outputFiles[0].text;
+  // A default import read through the handed-over namespace would be the
+  // namespace, not the module object: refused, whatever its spelling.
+  const viaDefault = /\bimport_node_[\w$]+\.default\b/.exec(text);
+  if (viaDefault) throw new BundleError(`the bundle reads a builtin's default export (${viaDefault[0]}): import it by name or as a namespace`);
   const content = createHash('sha256').update(text).digest('hex').slice(0, 16);
-  writeAtomically(bundleFile, header(content, hash) + text);
-  // Caches of an earlier bundle are for another text: remade by the next install.
-  for (const name of readdirSync(dist)) if (name.endsWith('.cache')) unlinkSync(join(dist, name));
+  const full = header(content, hash) + text;
+  let old = null;
+  try {
+    old = readFileSync(bundleFile, 'utf8');
+  } catch {}
+  if (old === full) return;
+  writeAtomically(bundleFile, full);
+  removeCaches((name) => !name.includes(`-${content}-`));
+}
+
+/** Removes dist/'s code caches whose name `which` accepts (all by default). */
+function removeCaches(which = () => true) {
+  let names = [];
+  try {
+    names = readdirSync(dist);
+  } catch {}
+  for (const name of names) if (name.endsWith('.cache') && which(name)) rmSync(join(dist, name), { force: true });
 }
 
 function writeAtomically(file, text) {
@@ -159,8 +180,9 @@ function bundleBuiltins() {
 /** Builtins the bundle imports that dist/index.js does not hand over as namespaces. */
 function missingNamespaces() {
   const entry = readFileSync(join(dist, 'index.js'), 'utf8');
-  const handed = new Set(Array.from(entry.matchAll(/^import \* as [\w$]+ from '(node:[^']+)';$/gm), (m) => m[1]));
-  return bundleBuiltins().filter((id) => !handed.has(id));
+  const imported = new Map(Array.from(entry.matchAll(/^import \* as ([\w$]+) from '(node:[^']+)';$/gm), (m) => [m[2], m[1]]));
+  const handed = new Map(Array.from(entry.matchAll(/^ {2}'(node:[^']+)': ([\w$]+),$/gm), (m) => [m[1], m[2]]));
+  return bundleBuiltins().filter((id) => !imported.has(id) || handed.get(id) !== imported.get(id));
 }
 
 /** Code caches of other V8s for this bundle are left alone (another Node may share this install). */
@@ -202,6 +224,11 @@ async function main() {
   const pack = args.has('--pack');
   const hash = sourcesHash();
   let bundled = !pack && bundleIsCurrent(hash);
+  if (!bundled && !pack) {
+    // Whatever happens next, the bundle of other sources (and its caches) must not be run.
+    rmSync(bundleFile, { force: true });
+    removeCaches();
+  }
   if (!bundled) {
     const esbuild = loadEsbuild();
     if (esbuild !== null) {
@@ -211,7 +238,6 @@ async function main() {
     } else if (pack) {
       throw new BundleError(`esbuild ${pinnedEsbuild()} is not installed (npm install first): the tarball must carry the bundle`);
     } else {
-      rmSync(bundleFile, { force: true });
       say(`no bundle (no esbuild ${pinnedEsbuild()} in this package's node_modules): spawnpool loads lib/'s modules`);
     }
   }
@@ -235,7 +261,9 @@ if (args.has('--cache-child')) {
   try {
     await main();
   } catch (err) {
-    console.error(`spawnpool: ${err instanceof BundleError ? err.message : err.stack}`);
+    // esbuild wraps what a plugin throws: its message is the plugin's.
+    const known = err instanceof BundleError || Array.isArray(err?.errors);
+    console.error(`spawnpool: ${known ? err.message : err.stack}`);
     // The install step never fails: without a bundle (or a cache), the
     // entry points load lib/'s modules (or compile the bundle as usual).
     if (args.has('--pack')) process.exitCode = 1;

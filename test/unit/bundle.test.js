@@ -1,5 +1,6 @@
-// The package's entry points (dist/, made by scripts/bundle.js) load lib/
-// bundled into one script with a V8 code cache. What users import must be
+// The package's entry points (dist/index.js and the others) load lib/
+// bundled into one script (dist/spawnpool.cjs, made by scripts/bundle.js)
+// with a V8 code cache. What users import must be
 // lib/index.js exactly: the same exports, names, arities, strictness, one
 // instance whichever way it is loaded, and the same view of builtins a
 // program patches later. And every way dist/ can come about (esbuild at
@@ -8,10 +9,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as pkg from 'spawnpool';
 import * as sources from '../../lib/index.js';
@@ -161,9 +162,13 @@ test('the code cache made by the install step is the one this Node uses', () => 
 
 test('a code cache V8 refuses costs only the compile: the package works', (t) => {
   const dir = packageCopy(t);
-  require('../../lib/load.cjs').load();
-  const cache = join(dir, 'dist', basename(require('../../lib/load.cjs').cacheFile));
-  writeFileSync(cache, Buffer.alloc(4096, 0x5a));
+  // Where the copy's loader looks for its cache (the copy's bundle has an mtime of its own).
+  const { cacheFile } = runModule(`
+    const load = (await import('node:module')).createRequire(${JSON.stringify(pathToFileURL(join(dir, 'lib/load.cjs')).href)})('./load.cjs');
+    load.load();
+    console.log(JSON.stringify({ cacheFile: load.cacheFile }));`);
+  assert.ok(cacheFile.startsWith(join(dir, 'dist')), cacheFile);
+  writeFileSync(cacheFile, Buffer.alloc(4096, 0x5a));
   const r = runModule(spawnThrough(pathToFileURL(join(dir, 'dist/index.js')).href));
   assert.deepEqual(r, { out: 'through\n', code: 0, cacheRejected: true });
 });
@@ -176,8 +181,11 @@ test("a tarball's bundle is kept without esbuild while lib/ is unchanged, and dr
   // The copy has no node_modules: esbuild cannot be found from it.
   let r = bundle();
   assert.equal(r.status, 0, r.stderr);
-  assert.match(readFileSync(join(dir, 'dist/index.js'), 'utf8'), /lib\/load\.cjs/);
-  assert.deepEqual(runModule(spawnThrough(pathToFileURL(join(dir, 'dist/index.js')).href)).out, 'through\n');
+  assert.doesNotMatch(r.stdout, /no bundle/);
+  assert.ok(existsSync(join(dir, 'dist/spawnpool.cjs')), 'the bundle was kept');
+  const kept = runModule(spawnThrough(pathToFileURL(join(dir, 'dist/index.js')).href));
+  assert.equal(kept.out, 'through\n');
+  assert.notEqual(kept.cacheRejected, 'no bundle', 'served by the bundle');
 
   appendFileSync(join(dir, 'lib/errors.js'), '\n// changed\n');
   r = bundle();
@@ -231,6 +239,7 @@ test('a code cache is only ever offered to the bundle it was made from', (t) => 
   r = bundle();
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /bundled lib/);
+  assert.ok(!existsSync(before.cacheFile), 'the new bundle removed the old cache');
   // The old cache put back under its own name: the new bundle does not look there.
   writeFileSync(before.cacheFile, oldCache);
   const after = strategyError();
@@ -286,8 +295,44 @@ test('--check fails when dist/index.js does not hand the bundle a builtin it imp
   const dir = packageCopy(t);
   const entry = join(dir, 'dist/index.js');
   assert.equal(spawnSync(process.execPath, ['scripts/bundle.js', '--check'], { cwd: dir }).status, 0);
-  writeFileSync(entry, readFileSync(entry, 'utf8').replace(/^import \* as fs from 'node:fs';\n/m, '').replace(/^ {2}'node:fs': fs,\n/m, ''));
-  const r = spawnSync(process.execPath, ['scripts/bundle.js', '--check'], { cwd: dir, encoding: 'utf8' });
-  assert.equal(r.status, 1);
-  assert.match(r.stdout, /node:fs/);
+  const original = readFileSync(entry, 'utf8');
+  const cases = {
+    'import and entry': original.replace(/^import \* as fs from 'node:fs';\n/m, '').replace(/^ {2}'node:fs': fs,\n/m, ''),
+    'entry only': original.replace(/^ {2}'node:fs': fs,\n/m, ''),
+  };
+  for (const [label, text] of Object.entries(cases)) {
+    assert.notEqual(text, original, label);
+    writeFileSync(entry, text);
+    const r = spawnSync(process.execPath, ['scripts/bundle.js', '--check'], { cwd: dir, encoding: 'utf8' });
+    assert.equal(r.status, 1, label);
+    assert.match(r.stdout, /node:fs/, label);
+  }
+});
+
+test('a rebuild that fails leaves no bundle of other sources behind: lib/ serves', (t) => {
+  const dir = packageCopy(t);
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  // A default import of a builtin (refused: it would read the namespace), in double quotes.
+  const errors = join(dir, 'lib/errors.js');
+  writeFileSync(errors, `import osDefault from "node:os";\nexport const unusedOs = osDefault;\n${readFileSync(errors, 'utf8')}`);
+  const r = spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: dir, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stderr, /import a builtin by name or as a namespace/);
+  assert.ok(!existsSync(join(dir, 'dist/spawnpool.cjs')), 'the bundle of the earlier lib/ is gone');
+  assert.deepEqual(readdirSync(join(dir, 'dist')).filter((n) => n.endsWith('.cache')), []);
+  assert.deepEqual(runModule(spawnThrough(pathToFileURL(join(dir, 'dist/index.js')).href)),
+    { out: 'through\n', code: 0, cacheRejected: 'no bundle' });
+});
+
+test('a Node without require(esm): require() and --require of the package get the bundle', () => {
+  // Node 20.19+ can be run as the Nodes before it (no require() of ES modules).
+  const flag = '--no-experimental-require-module';
+  const r = spawnSync(process.execPath, [flag, '-r', join(ROOT, 'dist/register.cjs'), '-e', `
+    const sp = require('spawnpool');
+    const cp = require('node:child_process');
+    console.log(JSON.stringify({ hooked: cp.spawn === sp.spawn, bundle: require('./lib/load.cjs').script !== null }));`], {
+    cwd: ROOT, encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { hooked: true, bundle: true });
 });
