@@ -32,18 +32,17 @@ function cacheFileFor(source) {
  * namespace its imports read; without it they read the module object.
  */
 function run(builtins) {
+  const required = (exports) => ({ exports, script: null, cacheFile: null, cacheRejected: null });
   // No bundle; or Deno, whose imports of the package get lib/'s modules
   // (its "deno" export condition), so its require() must too: one instance.
   if (process.versions.deno !== undefined || !existsSync(bundle)) {
-    return { exports: { api: require('./index.js'), install: require('./hook.js').install }, script: null, cacheFile: null, cacheRejected: null };
+    return required({ api: require('./index.js'), install: require('./hook.js').install });
   }
   // Bun has node:vm but not V8's code cache; a sandbox such as Jest's runs
   // modules in a context of its own, which vm.Script's runInThisContext
   // would leave: a plain require in both cases.
   const vm = require('node:vm');
-  if (process.versions.bun !== undefined || vm.runInThisContext('globalThis') !== globalThis) {
-    return { exports: require(bundle), script: null, cacheFile: null, cacheRejected: null };
-  }
+  if (process.versions.bun !== undefined || vm.runInThisContext('globalThis') !== globalThis) return required(require(bundle));
   const { createRequire } = require('node:module');
   const text = readFileSync(bundle, 'utf8');
   const cacheFile = cacheFileFor(text);

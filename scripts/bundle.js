@@ -31,9 +31,10 @@
 // syncBuiltinESMExports()), not what a later patch of the fs object put
 // there. The ES module entry (dist/index.js) imports each builtin's
 // namespace and the bundle's imports read from them (lib/load.cjs); the
-// CommonJS entry requires the ES module entry, so it is the same. lib/ imports builtins
-// only as named or namespace imports: a default import is the module object
-// itself, which the namespace does not give, and is refused here.
+// CommonJS entry requires the ES module entry, so it is the same. lib/
+// imports builtins only as named or namespace imports: a default import is
+// the module object itself, which the namespace does not give, and is
+// refused here.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -70,10 +71,10 @@ function sourcesHash() {
   return hash.digest('hex').slice(0, 16);
 }
 
-// The first line names the sources and, after "bundle", the script's own
-// content: lib/load.cjs keys the code cache by the latter, so a cache is
-// only ever offered to the very text it was made from (V8 itself checks only
-// the source's length).
+// The first line names the sources (after "lib/") and, after "bundle", the
+// hash of the text below it: lib/load.cjs names the code cache after the
+// latter (and the file's size and mtime), so a cache is only ever offered to
+// the very text it was made from (V8 itself checks only the source's length).
 const HEADER_RE = /^\/\/ spawnpool bundle ([0-9a-f]{16}) of lib\/ ([0-9a-f]{16}): made by scripts\/bundle\.js, do not edit\n/;
 const header = (content, sources) => `// spawnpool bundle ${content} of lib/ ${sources}: made by scripts/bundle.js, do not edit\n`;
 
@@ -177,12 +178,16 @@ function bundleBuiltins() {
   return [...new Set(Array.from(text.matchAll(/\brequire\("(node:[^"]+)"\)/g), (m) => m[1]))].sort();
 }
 
-/** Builtins the bundle imports that dist/index.js does not hand over as namespaces. */
-function missingNamespaces() {
+/**
+ * What is wrong with dist/index.js's builtins, or null: the bundle imports
+ * builtins whose namespaces it does not hand over.
+ */
+function namespacesProblem() {
   const entry = readFileSync(join(dist, 'index.js'), 'utf8');
   const imported = new Map(Array.from(entry.matchAll(/^import \* as ([\w$]+) from '(node:[^']+)';$/gm), (m) => [m[2], m[1]]));
   const handed = new Map(Array.from(entry.matchAll(/^ {2}'(node:[^']+)': ([\w$]+),$/gm), (m) => [m[1], m[2]]));
-  return bundleBuiltins().filter((id) => !imported.has(id) || handed.get(id) !== imported.get(id));
+  const missing = bundleBuiltins().filter((id) => !imported.has(id) || handed.get(id) !== imported.get(id));
+  return missing.length === 0 ? null : `dist/index.js does not hand the bundle the namespaces of ${missing.join(', ')}: add them there`;
 }
 
 /** Code caches of other V8s for this bundle are left alone (another Node may share this install). */
@@ -241,10 +246,8 @@ async function main() {
       say(`no bundle (no esbuild ${pinnedEsbuild()} in this package's node_modules): spawnpool loads lib/'s modules`);
     }
   }
-  const missing = bundled ? missingNamespaces() : [];
-  if (missing.length > 0) {
-    throw new BundleError(`dist/index.js does not hand the bundle the namespaces of ${missing.join(', ')}: add them there`);
-  }
+  const problem = bundled ? namespacesProblem() : null;
+  if (problem !== null) throw new BundleError(problem);
   if (bundled && !pack && !args.has('--no-cache')) makeCodeCache();
 }
 
@@ -252,11 +255,10 @@ if (args.has('--cache-child')) {
   await cacheChild();
 } else if (args.has('--check')) {
   const current = bundleIsCurrent(sourcesHash());
-  const missing = current ? missingNamespaces() : [];
+  const problem = current ? namespacesProblem() : null;
   if (!current) say(`${rel(bundleFile)} is missing or older than lib/: node scripts/bundle.js`);
-  else if (missing.length > 0) say(`dist/index.js does not hand the bundle the namespaces of ${missing.join(', ')}`);
-  else say(`${rel(bundleFile)} is lib/ as it is`);
-  process.exitCode = current && missing.length === 0 ? 0 : 1;
+  else say(problem ?? `${rel(bundleFile)} is lib/ as it is`);
+  process.exitCode = current && problem === null ? 0 : 1;
 } else {
   try {
     await main();

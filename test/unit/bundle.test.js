@@ -41,6 +41,11 @@ function packageCopy(t, { withBundle = true } = {}) {
   return dir;
 }
 
+/** Runs scripts/bundle.js with `args` in the package at `dir`. */
+const bundler = (dir, args = [], env = {}) => spawnSync(process.execPath, ['scripts/bundle.js', ...args], {
+  cwd: dir, encoding: 'utf8', env: { ...process.env, ...env },
+});
+
 /** One spawn through the entry at `url`: the child's output, and what lib/load.cjs says of the cache. */
 const spawnThrough = (url) => `
   const { spawn, close } = await import(${JSON.stringify(url)});
@@ -87,7 +92,7 @@ test('import and require of the package give one instance: the bundle', () => {
 });
 
 test('the bundle is made from lib/ as it is (npm test makes it first)', () => {
-  const r = spawnSync(process.execPath, ['scripts/bundle.js', '--check'], { cwd: ROOT, encoding: 'utf8' });
+  const r = bundler(ROOT, ['--check']);
   assert.equal(r.status, 0, r.stdout + r.stderr);
 });
 
@@ -175,9 +180,7 @@ test('a code cache V8 refuses costs only the compile: the package works', (t) =>
 
 test("a tarball's bundle is kept without esbuild while lib/ is unchanged, and dropped when lib/ differs", (t) => {
   const dir = packageCopy(t);
-  const bundle = () => spawnSync(process.execPath, ['scripts/bundle.js', '--no-cache'], {
-    cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_PATH: '' },
-  });
+  const bundle = () => bundler(dir, ['--no-cache'], { NODE_PATH: '' });
   // The copy has no node_modules: esbuild cannot be found from it.
   let r = bundle();
   assert.equal(r.status, 0, r.stderr);
@@ -198,7 +201,7 @@ test("a tarball's bundle is kept without esbuild while lib/ is unchanged, and dr
 
 test('no esbuild and no bundle: the entry points load lib/, for import, require and the register hook', (t) => {
   const dir = packageCopy(t, { withBundle: false });
-  const r = spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: dir, encoding: 'utf8' });
+  const r = bundler(dir);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /no bundle/);
   const url = pathToFileURL(join(dir, 'dist/index.js')).href;
@@ -218,7 +221,7 @@ test('a code cache is only ever offered to the bundle it was made from', (t) => 
   const dir = packageCopy(t);
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   const url = pathToFileURL(join(dir, 'dist/index.js')).href;
-  const bundle = () => spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: dir, encoding: 'utf8' });
+  const bundle = () => bundler(dir);
   const strategyError = () => runModule(`
     const { createPool } = await import(${JSON.stringify(url)});
     const load = (await import('node:module')).createRequire(${JSON.stringify(url)})('../lib/load.cjs');
@@ -259,7 +262,7 @@ test("the install step uses only this package's pinned esbuild, never one found 
   for (const part of ['lib', 'scripts', 'package.json', 'dist']) cpSync(join(ROOT, part), join(pkgDir, part), { recursive: true });
   symlinkSync(join(ROOT, 'native'), join(pkgDir, 'native'));
   appendFileSync(join(pkgDir, 'lib/errors.js'), '\n// changed\n');   // the bundle is stale
-  const r = spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: pkgDir, encoding: 'utf8' });
+  const r = bundler(pkgDir);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /no bundle/);
   assert.ok(!existsSync(marker), 'an esbuild outside the package was loaded');
@@ -271,10 +274,10 @@ test('the install step exits 0 even where the bundle cannot be written', (t) => 
   // dist/spawnpool.cjs's temporary file cannot be made: a directory is in the way of the rename.
   mkdirSync(join(dir, 'dist/spawnpool.cjs'));
   writeFileSync(join(dir, 'dist/spawnpool.cjs/keep'), '');
-  const r = spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: dir, encoding: 'utf8' });
+  const r = bundler(dir);
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.match(r.stderr, /spawnpool: /);
-  const pack = spawnSync(process.execPath, ['scripts/bundle.js', '--pack'], { cwd: dir, encoding: 'utf8' });
+  const pack = bundler(dir, ['--pack']);
   assert.notEqual(pack.status, 0, 'prepack fails where the bundle cannot be made');
 });
 
@@ -294,7 +297,7 @@ export const kind = typeof spawn;\n`);
 test('--check fails when dist/index.js does not hand the bundle a builtin it imports', (t) => {
   const dir = packageCopy(t);
   const entry = join(dir, 'dist/index.js');
-  assert.equal(spawnSync(process.execPath, ['scripts/bundle.js', '--check'], { cwd: dir }).status, 0);
+  assert.equal(bundler(dir, ['--check']).status, 0);
   const original = readFileSync(entry, 'utf8');
   const cases = {
     'import and entry': original.replace(/^import \* as fs from 'node:fs';\n/m, '').replace(/^ {2}'node:fs': fs,\n/m, ''),
@@ -303,7 +306,7 @@ test('--check fails when dist/index.js does not hand the bundle a builtin it imp
   for (const [label, text] of Object.entries(cases)) {
     assert.notEqual(text, original, label);
     writeFileSync(entry, text);
-    const r = spawnSync(process.execPath, ['scripts/bundle.js', '--check'], { cwd: dir, encoding: 'utf8' });
+    const r = bundler(dir, ['--check']);
     assert.equal(r.status, 1, label);
     assert.match(r.stdout, /node:fs/, label);
   }
@@ -315,7 +318,7 @@ test('a rebuild that fails leaves no bundle of other sources behind: lib/ serves
   // A default import of a builtin (refused: it would read the namespace), in double quotes.
   const errors = join(dir, 'lib/errors.js');
   writeFileSync(errors, `import osDefault from "node:os";\nexport const unusedOs = osDefault;\n${readFileSync(errors, 'utf8')}`);
-  const r = spawnSync(process.execPath, ['scripts/bundle.js'], { cwd: dir, encoding: 'utf8' });
+  const r = bundler(dir);
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.match(r.stderr, /import a builtin by name or as a namespace/);
   assert.ok(!existsSync(join(dir, 'dist/spawnpool.cjs')), 'the bundle of the earlier lib/ is gone');
