@@ -5,6 +5,7 @@ import { EventEmitter } from 'node:events';
 import { ChildProcess as NodeChildProcess } from 'node:child_process';
 import { errnoError } from './errors.js';
 import { toSignalNumber } from './options.js';
+import { now } from './observe.js';
 
 const kSession = Symbol('spawnpool.session');
 
@@ -67,7 +68,7 @@ export class ChildProcess extends EventEmitter {
     this.spawnfile = session.request.file;
     this.spawnargs = session.request.argv;
     this._onSpawned = onSpawned;
-    this._startedAt = performance.now();
+    this._startedAt = now();
     this.stdio = new Array(stdioLength).fill(null);
     const [stdin, stdout, stderr] = session.streams;
     for (const [fd, stream] of [[1, stdout], [2, stderr]]) {
@@ -83,7 +84,7 @@ export class ChildProcess extends EventEmitter {
 
   _spawned(pid) {
     this.pid = pid;
-    this._onSpawned(performance.now() - this._startedAt);
+    this._onSpawned(now() - this._startedAt);
     this.emit('spawn');
   }
 

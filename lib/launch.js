@@ -9,6 +9,7 @@
 // without it (no compiler at install, SPAWNPOOL_ADDON=0, a load error)
 // servers start through node:child_process and process.env is compared as
 // text, as before.
+import { EventEmitter } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { isMainThread } from 'node:worker_threads';
 import { debuglog, types } from 'node:util';
@@ -65,6 +66,60 @@ export function startProcess(file, argv, env) {
 export function receiveHandover(fd) {
   const r = addon.receive(fd);
   return typeof r === 'number' ? r : { id: r[0], fd: r[1], handle: r[2] };
+}
+
+/**
+ * A launched server's socket, read by the addon's watch (a libuv poll
+ * handle) rather than by a net.Socket, whose first instance in a process
+ * costs about 1.5 ms of Node's own first-run code. It has the part of a
+ * net.Socket's surface lib/server.js uses: 'error' (on the next tick) and
+ * 'close' (in the loop's check phase, where a net.Socket's close callback
+ * would run), destroy(), end() (shuts down our side; reading goes on to
+ * the server's EOF), ref(), unref() and `destroyed`. Each read goes to
+ * `onRead` as a view of `buffer`, which the next read overwrites. Frames
+ * are written to `fd` directly (lib/server.js), never through this.
+ */
+class WatchedSocket extends EventEmitter {
+  constructor(fd, buffer, onRead) {
+    super();
+    this.fd = fd;
+    this.destroyed = false;
+    this.watch = addon.watch(fd, buffer, (n) => {
+      if (n > 0) onRead(buffer.subarray(0, n));
+      else this.destroy(n < 0 ? errnoError(-n, 'read') : undefined);
+    });
+  }
+
+  destroy(err) {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    addon.unwatch(this.watch);
+    if (err !== undefined) process.nextTick(() => this.emit('error', err));
+    setImmediate(() => this.emit('close', err !== undefined));
+  }
+
+  end() {
+    if (!this.destroyed) addon.shutdown(this.fd);
+  }
+
+  ref() {
+    if (!this.destroyed) addon.refWatch(this.watch, true);
+  }
+
+  unref() {
+    if (!this.destroyed) addon.refWatch(this.watch, false);
+  }
+}
+
+/**
+ * A WatchedSocket on `fd` (which it then owns, and closes at destroy()),
+ * or null where the addon cannot watch it (an addon built before watch(),
+ * a libuv it does not know): then read it with a net.Socket.
+ */
+export function watchSocket(fd, buffer, onRead) {
+  if (typeof addon?.watch !== 'function') return null;
+  const socket = new WatchedSocket(fd, buffer, onRead);
+  return typeof socket.watch === 'number' ? null : socket;
 }
 
 /**

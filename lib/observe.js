@@ -8,6 +8,16 @@ import { debuglog } from 'node:util';
 
 export const debug = debuglog('spawnpool');
 
+/**
+ * A monotonic clock in ms, for durations. Not performance.now(): the
+ * first read of the global `performance` loads Node's perf_hooks, about
+ * 1 ms of a process's first spawn.
+ */
+export function now() {
+  const t = process.hrtime();
+  return t[0] * 1e3 + t[1] / 1e6;
+}
+
 // spawnpool's own channels (README, "Observability"). Messages:
 //   pool:start   { pool, size, min, max, reason }
 //   server:start { pool, pid }              (pid: null until the handshake, in worker threads)

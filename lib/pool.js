@@ -10,7 +10,7 @@ import { poolError, invalidArgType, invalidArgValue } from './errors.js';
 import {
   validatePoolOptions, resolveSizing, availableCpus, DEFAULT_IDLE_TIMEOUT_MS,
 } from './config.js';
-import { debug, channels, unpublished, fallback } from './observe.js';
+import { debug, channels, unpublished, fallback, now } from './observe.js';
 import { childProcessDenied, envVar } from './runtime.js';
 
 export { availableCpus };
@@ -115,13 +115,13 @@ export class Pool {
   acquire(pick = true) {
     if (this.closed) throw poolError('ERR_SPAWNPOOL_CLOSED', 'spawnpool: this pool is closed');
     if (this.unavailable !== null) {
-      if (performance.now() < this.retryAt) return null;
+      if (now() < this.retryAt) return null;
       debug('trying the native server again (%s)', this.unavailable);
       this.unavailable = null;
       this.startFailures = 0;
     }
     if (this.dynamic) this.maybeGrow();
-    if (this.servers.length < this.size && performance.now() >= this.retryAt) this.start();
+    if (this.servers.length < this.size && now() >= this.retryAt) this.start();
     if (this.servers.length === 0) return null;
     return pick ? this.pick() : this.servers[0];
   }
@@ -148,7 +148,7 @@ export class Pool {
   start() {
     if (!this.started) {
       this.started = true;
-      this.startedAt = performance.now();
+      this.startedAt = now();
       debug('pool start: %d servers (min %d, max %d): %s', this.size, this.min, this.max, this.sizeReason);
       if (channels.poolStart.hasSubscribers) {
         channels.poolStart.publish({ pool: this, size: this.size, min: this.min, max: this.max, reason: this.sizeReason });
@@ -190,13 +190,13 @@ export class Pool {
 
   backoff() {
     const ms = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(this.startFailures, 10));
-    this.retryAt = performance.now() + ms;
+    this.retryAt = now() + ms;
   }
 
   /** The pool cannot serve, for `reason`; it looks again after RECHECK_MS. */
   setUnavailable(reason) {
     this.unavailable = reason;
-    this.retryAt = performance.now() + RECHECK_MS;
+    this.retryAt = now() + RECHECK_MS;
     debug('unavailable: %s', reason);
     this.notify();
   }
@@ -239,7 +239,7 @@ export class Pool {
    * only reads their feeds.
    */
   waitForPid(chosen, detached) {
-    const deadline = performance.now() + PARK_WAIT_MS;
+    const deadline = now() + PARK_WAIT_MS;
     let candidates = [chosen];
     let waited = false;
     for (;;) {
@@ -259,7 +259,7 @@ export class Pool {
         waited = true;
         this.counters.parkedWaits++;
       }
-      if (performance.now() >= deadline) {
+      if (now() >= deadline) {
         this.counters.parkedTimeouts++;
         debug('no parked child announced within %d ms: this spawn goes to node:child_process', PARK_WAIT_MS);
         // A server that never announced one (hung at start?) is not waited
@@ -442,7 +442,7 @@ export class Pool {
 
   async startAll() {
     for (let attempt = 0; attempt < MAX_START_FAILURES + 2; attempt++) {
-      const wait = this.retryAt - performance.now();
+      const wait = this.retryAt - now();
       if (wait > 0 && this.unavailable === null) await new Promise((r) => setTimeout(r, wait));
       if (this.closed) return false;
       if (this.unavailable === null && this.servers.length < this.size) this.start();
@@ -481,7 +481,7 @@ export class Pool {
       inFlight: this.servers.reduce((sum, s) => sum + s.inFlight, 0),
       ...this.counters,
       fallbacksByReason: { ...this.fallbacksByReason },
-      uptime: this.started ? performance.now() - this.startedAt : 0,
+      uptime: this.started ? now() - this.startedAt : 0,
       latency: { p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99) },
     };
   }

@@ -9,10 +9,10 @@ import {
   Decoder, T, encodeHello, encodeSpawn, joinData, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER, FLAG_SAME_ENV,
 } from './protocol.js';
 import { asCallback, closeOverdue } from './delivery.js';
-import { debug } from './observe.js';
+import { debug, now } from './observe.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
-import { addon, startProcess, reapProcess, receiveHandover } from './launch.js';
+import { addon, startProcess, reapProcess, receiveHandover, watchSocket } from './launch.js';
 
 const HANDSHAKE_TIMEOUT_MS = 5000;
 const RETRY_WRITE_MS = 1;
@@ -198,7 +198,7 @@ export class Server {
     this.feedFd = started.feedFd;
     this.handoverFd = started.handoverFd;
     readBuffer ??= Buffer.allocUnsafeSlow(READ_BUFFER_SIZE);
-    this.socket = new Socket({
+    this.socket = watchSocket(started.fd, readBuffer, (chunk) => this.onData(chunk, true)) ?? new Socket({
       fd: started.fd,
       readable: true,
       writable: true,
@@ -360,13 +360,13 @@ export class Server {
    * between tries) for at most `ms`. False if some of it is still queued.
    */
   flushWithin(ms) {
-    const until = performance.now() + ms;
+    const until = now() + ms;
     for (;;) {
       clearTimeout(this.retryTimer);
       this.retryTimer = null;
       this.flush();
       if (this.gone || this.queue.length === 0) return true;
-      if (performance.now() >= until) return false;
+      if (now() >= until) return false;
       sleepSync(0.05);
     }
   }

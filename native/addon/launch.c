@@ -29,6 +29,21 @@
  *                                -errno. The precheck's question, without
  *                                the Stats object (and its four Dates)
  *                                fs.statSync builds.
+ *   watch(fd, buffer, callback)  reads fd (a spawn server's socket) as
+ *                                the event loop finds it readable, into
+ *                                buffer, and calls callback(n) for each
+ *                                read: n bytes, 0 at EOF, -errno on an
+ *                                error (the watch then stops). Returns
+ *                                the watch, or -errno (-ENOSYS: this
+ *                                Node's libuv could not be found). A
+ *                                libuv poll handle: the first net.Socket
+ *                                of a process costs about 1.5 ms of
+ *                                Node's first-run code, and the library
+ *                                only ever needed the reads.
+ *   unwatch(watch)               stops the watch and closes its fd; again
+ *                                is a no-op.
+ *   refWatch(watch, ref)         whether the watch keeps the loop alive.
+ *   shutdown(fd)                 shutdown(fd, SHUT_WR): 0 or -errno.
  *   envState(entries)            whether the C environment (what
  *                                process.env reads and writes on Node's
  *                                main thread) changed since the last call,
@@ -47,6 +62,7 @@
 #include <stdbool.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +101,28 @@ typedef int napi_typedarray_type;
 napi_status napi_get_typedarray_info(napi_env, napi_value, napi_typedarray_type *, size_t *, void **, napi_value *,
 				     size_t *);
 #define NAPI_AUTO_LENGTH SIZE_MAX
+typedef struct napi_ref__ *napi_ref;
+typedef struct napi_handle_scope__ *napi_handle_scope;
+typedef struct napi_async_context__ *napi_async_context;
+typedef void (*napi_finalize)(napi_env, void *, void *);
+napi_status napi_get_buffer_info(napi_env, napi_value, void **, size_t *);
+napi_status napi_create_reference(napi_env, napi_value, uint32_t, napi_ref *);
+napi_status napi_delete_reference(napi_env, napi_ref);
+napi_status napi_get_reference_value(napi_env, napi_ref, napi_value *);
+napi_status napi_open_handle_scope(napi_env, napi_handle_scope *);
+napi_status napi_close_handle_scope(napi_env, napi_handle_scope);
+napi_status napi_create_external(napi_env, void *, napi_finalize, void *, napi_value *);
+napi_status napi_get_value_external(napi_env, napi_value, void **);
+napi_status napi_async_init(napi_env, napi_value, napi_value, napi_async_context *);
+napi_status napi_async_destroy(napi_env, napi_async_context);
+napi_status napi_make_callback(napi_env, napi_async_context, napi_value, napi_value, size_t, const napi_value *,
+			       napi_value *);
+napi_status napi_get_global(napi_env, napi_value *);
+napi_status napi_is_exception_pending(napi_env, bool *);
+napi_status napi_get_and_clear_last_exception(napi_env, napi_value *);
+napi_status napi_fatal_exception(napi_env, napi_value);
+struct uv_loop_s;
+napi_status napi_get_uv_event_loop(napi_env, struct uv_loop_s **);
 
 #define FD_SOCK 3
 #define FD_FEED 4
@@ -566,6 +604,236 @@ static napi_value stat_path(napi_env env, napi_callback_info info)
 	return int_value(env, 0);
 }
 
+/* The watch: a libuv poll handle on a server's socket, read here. libuv's
+ * handle types are opaque to this file (no headers): its functions are
+ * looked up in the node binary, and the handle's memory, whose size
+ * uv_handle_size() gives, follows the struct. */
+#define UV_POLL_TYPE 8                  /* uv_handle_type's UV_POLL */
+#define UV_READABLE_EVENT 1
+#define UV_DISCONNECT_EVENT 4
+
+typedef void uv_poll_cb_fn(void *handle, int status, int events);
+typedef void uv_close_cb_fn(void *handle);
+static struct {
+	int state;                      /* 0 not looked up, 1 found, -1 missing */
+	size_t (*handle_size)(int);
+	int (*poll_init)(struct uv_loop_s *, void *, int);
+	int (*poll_start)(void *, int, uv_poll_cb_fn *);
+	int (*poll_stop)(void *);
+	void (*close)(void *, uv_close_cb_fn *);
+	void (*ref)(void *);
+	void (*unref)(void *);
+} uv;
+
+static int uv_found(void)
+{
+	if (uv.state == 0) {
+		*(void **)&uv.handle_size = dlsym(RTLD_DEFAULT, "uv_handle_size");
+		*(void **)&uv.poll_init = dlsym(RTLD_DEFAULT, "uv_poll_init");
+		*(void **)&uv.poll_start = dlsym(RTLD_DEFAULT, "uv_poll_start");
+		*(void **)&uv.poll_stop = dlsym(RTLD_DEFAULT, "uv_poll_stop");
+		*(void **)&uv.close = dlsym(RTLD_DEFAULT, "uv_close");
+		*(void **)&uv.ref = dlsym(RTLD_DEFAULT, "uv_ref");
+		*(void **)&uv.unref = dlsym(RTLD_DEFAULT, "uv_unref");
+		uv.state = uv.handle_size && uv.poll_init && uv.poll_start && uv.poll_stop && uv.close && uv.ref
+				   && uv.unref ? 1 : -1;
+		/* A poll handle is some 160 bytes; anything far off is not
+		 * the libuv this file was written against. */
+		if (uv.state == 1 && (uv.handle_size(UV_POLL_TYPE) < 64 || uv.handle_size(UV_POLL_TYPE) > 4096))
+			uv.state = -1;
+	}
+	return uv.state == 1;
+}
+
+struct watch {
+	napi_env env;
+	napi_ref callback;
+	napi_ref buffer;                /* keeps `data` alive */
+	napi_async_context context;
+	char *data;
+	size_t size;
+	int fd;
+	bool closed;
+	_Alignas(max_align_t) unsigned char handle[];
+};
+
+#define WATCH_OF(h) ((struct watch *)((unsigned char *)(h) - offsetof(struct watch, handle)))
+
+static void watch_freed(void *handle)
+{
+	free(WATCH_OF(handle));
+}
+
+/* Hands one read's outcome to the callback (called on the global object:
+ * napi_make_callback wants an object) as a libuv callback of Node's
+ * would: a callback scope, so that the next tick queue and the promise
+ * reactions run after it; an exception it throws is an uncaught one. */
+static void watch_deliver(struct watch *w, int32_t n)
+{
+	napi_env env = w->env;
+	napi_handle_scope scope;
+	napi_value fn, recv, arg, err;
+	bool pending = false;
+
+	if (napi_open_handle_scope(env, &scope) != 0)
+		return;
+	if (napi_get_reference_value(env, w->callback, &fn) == 0 && fn != NULL && napi_get_global(env, &recv) == 0
+	    && napi_create_int32(env, n, &arg) == 0
+	    && napi_make_callback(env, w->context, recv, fn, 1, &arg, NULL) != 0
+	    && napi_is_exception_pending(env, &pending) == 0 && pending
+	    && napi_get_and_clear_last_exception(env, &err) == 0)
+		napi_fatal_exception(env, err);
+	napi_close_handle_scope(env, scope);
+}
+
+/* libuv reports an EPOLLERR as status UV_EBADF, and stops the handle
+ * then: the reads say what the error is (ECONNRESET, say), after the
+ * bytes still queued, as a net.Socket's would. Otherwise one read per
+ * wake-up: the poll is level-triggered. */
+static void on_readable(void *handle, int status, int events)
+{
+	struct watch *w = WATCH_OF(handle);
+	bool stopped = status < 0;
+	ssize_t n;
+	int err;
+
+	(void)events;
+	while (!w->closed) {
+		do
+			n = read(w->fd, w->data, w->size);
+		while (n < 0 && errno == EINTR);
+		err = errno;
+		if (n > 0) {
+			watch_deliver(w, (int32_t)n);
+			if (stopped)
+				continue;
+			return;
+		}
+		if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK)) {
+			if (stopped && (err = uv.poll_start(w->handle, UV_READABLE_EVENT | UV_DISCONNECT_EVENT,
+							     on_readable)) < 0)
+				watch_deliver(w, status);
+			return;
+		}
+		if (!stopped)
+			uv.poll_stop(w->handle);
+		watch_deliver(w, n < 0 ? -err : 0);
+		return;
+	}
+}
+
+static struct watch *watch_arg(napi_env env, napi_value v)
+{
+	void *p = NULL;
+
+	if (napi_get_value_external(env, v, &p) != 0 || p == NULL) {
+		type_error(env, "expected a watch");
+		return NULL;
+	}
+	return p;
+}
+
+static napi_value watch(napi_env env, napi_callback_info info)
+{
+	size_t argc = 3, size = 0;
+	napi_value args[3], name, out = NULL;
+	struct uv_loop_s *loop = NULL;
+	struct watch *w;
+	void *data = NULL;
+	int32_t fd;
+	int r;
+
+	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 3
+	    || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0
+	    || napi_get_buffer_info(env, args[1], &data, &size) != 0 || size == 0 || size > INT32_MAX)
+		return type_error(env, "watch(fd, buffer, callback)");
+	if (!uv_found() || napi_get_uv_event_loop(env, &loop) != 0 || loop == NULL)
+		return int_value(env, -ENOSYS);
+	w = calloc(1, sizeof(*w) + uv.handle_size(UV_POLL_TYPE));
+	if (w == NULL)
+		return int_value(env, -ENOMEM);
+	w->env = env;
+	w->fd = fd;
+	w->data = data;
+	w->size = size;
+	if ((r = uv.poll_init(loop, w->handle, fd)) < 0) {
+		free(w);
+		return int_value(env, r);
+	}
+	if (napi_create_reference(env, args[2], 1, &w->callback) != 0
+	    || napi_create_reference(env, args[1], 1, &w->buffer) != 0
+	    || napi_create_string_utf8(env, "SPAWNPOOL_SERVER", NAPI_AUTO_LENGTH, &name) != 0
+	    || napi_async_init(env, NULL, name, &w->context) != 0 || napi_create_external(env, w, NULL, NULL, &out) != 0)
+		r = -ENOMEM;
+	else
+		r = uv.poll_start(w->handle, UV_READABLE_EVENT | UV_DISCONNECT_EVENT, on_readable);
+	if (r < 0) {
+		w->fd = -1;                 /* the caller keeps its fd */
+		w->closed = true;
+		if (w->callback)
+			napi_delete_reference(env, w->callback);
+		if (w->buffer)
+			napi_delete_reference(env, w->buffer);
+		if (w->context)
+			napi_async_destroy(env, w->context);
+		uv.close(w->handle, watch_freed);
+		return int_value(env, r);
+	}
+	return out;
+}
+
+static napi_value unwatch(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value arg;
+	struct watch *w;
+
+	if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != 0 || argc < 1)
+		return type_error(env, "unwatch(watch)");
+	if ((w = watch_arg(env, arg)) == NULL || w->closed)
+		return NULL;
+	w->closed = true;
+	/* uv_close takes the fd out of the loop's epoll set before it
+	 * returns: the fd may be closed now. */
+	uv.close(w->handle, watch_freed);
+	close(w->fd);
+	napi_delete_reference(env, w->callback);
+	napi_delete_reference(env, w->buffer);
+	napi_async_destroy(env, w->context);
+	return NULL;
+}
+
+static napi_value ref_watch(napi_env env, napi_callback_info info)
+{
+	size_t argc = 2;
+	napi_value args[2];
+	struct watch *w;
+	bool ref = false;
+
+	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 2
+	    || napi_get_value_bool(env, args[1], &ref) != 0)
+		return type_error(env, "refWatch(watch, ref)");
+	if ((w = watch_arg(env, args[0])) == NULL || w->closed)
+		return NULL;
+	if (ref)
+		uv.ref(w->handle);
+	else
+		uv.unref(w->handle);
+	return NULL;
+}
+
+static napi_value shutdown_fd(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value arg;
+	int32_t fd;
+
+	if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != 0 || argc < 1
+	    || napi_get_value_int32(env, arg, &fd) != 0 || fd < 0)
+		return type_error(env, "shutdown(fd)");
+	return int_value(env, shutdown(fd, SHUT_WR) < 0 ? -errno : 0);
+}
+
 static void export(napi_env env, napi_value exports, const char *name, napi_callback cb)
 {
 	napi_value fn;
@@ -587,5 +855,9 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "envState", env_state);
 	export(env, exports, "receive", receive);
 	export(env, exports, "stat", stat_path);
+	export(env, exports, "watch", watch);
+	export(env, exports, "unwatch", unwatch);
+	export(env, exports, "refWatch", ref_watch);
+	export(env, exports, "shutdown", shutdown_fd);
 	return exports;
 }

@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import {
-  readFileSync, readSync, readlinkSync, existsSync, closeSync, mkdtempSync, writeFileSync, statSync, symlinkSync, mkdirSync, chmodSync,
+  readFileSync, readSync, readlinkSync, existsSync, closeSync, mkdtempSync, writeFileSync, writeSync, statSync, fstatSync,
+  symlinkSync, mkdirSync, chmodSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,9 @@ import { Worker } from 'node:worker_threads';
 import * as nodeCp from 'node:child_process';
 import { promisify } from 'node:util';
 import { channel } from 'node:diagnostics_channel';
-import { addon, addonPath, envSnapshot, loadError, startProcess, reapProcess, statPath } from '../../lib/launch.js';
+import {
+  addon, addonPath, envSnapshot, loadError, startProcess, reapProcess, statPath, watchSocket,
+} from '../../lib/launch.js';
 import { createPool, execFile } from '../../lib/index.js';
 
 const wanted = process.env.SPAWNPOOL_ADDON !== '0';
@@ -94,6 +97,111 @@ test('reapProcess reports the exit as Node does: a code, or a signal name', with
   assert.deepEqual((await launch('kill -TERM $$')).status, { code: null, signal: 'SIGTERM' });
   const { pid } = await launch('true');
   assert.deepEqual(reapProcess(pid), { code: null, signal: null }, 'already reaped: nothing to wait for');
+});
+
+/**
+ * A process started with `script` for sh, its fd 3 read by a watch:
+ * `reads` (copies of each read), `events` (the socket's 'error' and
+ * 'close' in order) and `done` (resolves at 'close').
+ */
+function watched(script, onRead = () => {}) {
+  const started = startProcess('/bin/sh', ['sh', '-c', script], ['PATH=/usr/bin:/bin']);
+  closeSync(started.feedFd);
+  closeSync(started.handoverFd);
+  const reads = [];
+  const events = [];
+  const buffer = Buffer.alloc(4096);
+  const socket = watchSocket(started.fd, buffer, (chunk) => {
+    assert.equal(chunk.buffer, buffer.buffer, 'a view of the buffer, not a copy');
+    reads.push(chunk.toString());
+    onRead(chunk);
+  });
+  assert.notEqual(socket, null, 'this addon watches');
+  socket.on('error', (err) => events.push(['error', err.code, err.syscall]));
+  // Not once(socket, 'close'): it rejects at an 'error'.
+  const done = new Promise((resolve) => socket.on('close', (hadError) => resolve(events.push(['close', hadError]))));
+  return { ...started, socket, reads, events, done, ino: fstatSync(started.fd).ino };
+}
+
+/** Whether `fd` is still the socket with inode `ino` (and not closed). */
+const stillOpen = (fd, ino) => {
+  try {
+    return fstatSync(fd).ino === ino;
+  } catch {
+    return false;
+  }
+};
+
+test('a watch reads the socket as the loop finds it readable, and closes at EOF', withAddon, async () => {
+  const w = watched('printf hello >&3; sleep 0.2; printf world >&3');
+  await w.done;
+  assert.deepEqual(w.reads, ['hello', 'world']);
+  assert.deepEqual(w.events, [['close', false]]);
+  assert.equal(w.socket.destroyed, true);
+  assert.equal(stillOpen(w.fd, w.ino), false, 'its fd is closed');
+  assert.deepEqual(await reaped(w.pid), { code: 0, signal: null });
+});
+
+test('each read is a callback of its own: ticks and promise reactions run before any other callback', withAddon, async () => {
+  const order = [];
+  const w = watched('printf x >&3', () => {
+    setImmediate(() => order.push('immediate'));
+    process.nextTick(() => order.push('tick'));
+    Promise.resolve().then(() => order.push('promise'));
+  });
+  await w.done;
+  assert.deepEqual(order, ['tick', 'promise', 'immediate']);
+});
+
+test('a read error is the socket\'s \'error\', then its \'close\'', withAddon, async () => {
+  // The peer exits with our bytes unread: the kernel resets the connection.
+  const w = watched('sleep 0.2');
+  writeSync(w.fd, 'unread');
+  await w.done;
+  assert.deepEqual(w.events, [['error', 'ECONNRESET', 'read'], ['close', true]]);
+});
+
+test('end() shuts down our side only: the peer sees EOF and may still answer', withAddon, async () => {
+  const w = watched('cat <&3 >/dev/null; printf answered >&3');
+  w.socket.end();
+  await w.done;
+  assert.deepEqual(w.reads, ['answered']);
+  assert.deepEqual(w.events, [['close', false]]);
+});
+
+test('destroy() closes the fd at once; nothing is read after it, and \'close\' comes once', withAddon, async () => {
+  const w = watched('sleep 0.1; printf late >&3 2>/dev/null');
+  w.socket.destroy();
+  w.socket.destroy();
+  assert.equal(stillOpen(w.fd, w.ino), false);
+  await w.done;
+  await reaped(w.pid);
+  await delay(20);
+  assert.deepEqual(w.reads, []);
+  assert.deepEqual(w.events, [['close', false]]);
+});
+
+test('a watch keeps the process alive only while ref\'d; a throwing callback is an uncaught exception', withAddon, async () => {
+  const script = (ref) => `
+    import { startProcess, watchSocket } from ${JSON.stringify(new URL('../../lib/launch.js', import.meta.url).href)};
+    const s = startProcess('/bin/sh', ['sh', '-c', 'sleep 0.3; printf one >&3; sleep 0.1; printf two >&3'], []);
+    const seen = [];
+    process.on('uncaughtException', (err) => seen.push('uncaught ' + err.message));
+    process.on('exit', () => console.log(JSON.stringify(seen)));
+    const socket = watchSocket(s.fd, Buffer.alloc(64), (chunk) => {
+      seen.push(chunk.toString());
+      process.nextTick(() => seen.push('tick'));
+      throw new Error('from ' + chunk);
+    });
+    socket.on('close', () => seen.push('close'));
+    ${ref ? '' : 'socket.unref();'}
+  `;
+  const run = async (ref) => {
+    const { stdout } = await promisify(nodeCp.execFile)(process.execPath, ['--input-type=module', '-e', script(ref)]);
+    return JSON.parse(stdout);
+  };
+  assert.deepEqual(await run(false), [], 'unref\'d: the process exits before the first read');
+  assert.deepEqual(await run(true), ['one', 'uncaught from one', 'tick', 'two', 'uncaught from two', 'tick', 'close']);
 });
 
 test('a launch that fails throws Node\'s spawn error', withAddon, async () => {
