@@ -33,9 +33,9 @@ function load() {
     if (err.code !== 'ERR_DLOPEN_FAILED' || !/No such file/.test(err.message)) loadError = err;
     return null;
   }
-  const { start, reap, envState, receive } = module.exports;
-  if (typeof start !== 'function' || typeof reap !== 'function' || typeof envState !== 'function'
-    || typeof receive !== 'function') {
+  const { start, launched, reap, envState, receive } = module.exports;
+  if (typeof start !== 'function' || typeof launched !== 'function' || typeof reap !== 'function'
+    || typeof envState !== 'function' || typeof receive !== 'function') {
     loadError = new Error(`${addonPath} is not spawnpool's launch addon`);
     return null;
   }
@@ -48,13 +48,25 @@ const spawnError = (file, errno) => Object.assign(errnoError(errno, `spawn ${fil
 /**
  * Starts `file` with `argv` (argv[0] included) and `env` ("K=V" strings),
  * stdio 0-2 shared, socket pairs' far ends on fds 3, 4 and 5. Returns
- * `{ pid, fd, feedFd, handoverFd }` (our ends, non-blocking) or throws
- * Node's spawn error (ENOENT, EACCES, EMFILE...).
+ * `{ launch, fd, feedFd, handoverFd }` (our ends, non-blocking) at once:
+ * posix_spawn runs on a thread of the addon's, and `launchResult(launch)`
+ * says how it went. Throws Node's spawn error (ENOENT, EACCES, EMFILE...)
+ * for what can be known at once; a later failure closes the far ends.
  */
 export function startProcess(file, argv, env) {
   const r = addon.start(file, argv, env);
   if (typeof r === 'number') throw spawnError(file, -r);
-  return { pid: r[0], fd: r[1], feedFd: r[2], handoverFd: r[3] };
+  return { launch: r[0], fd: r[1], feedFd: r[2], handoverFd: r[3] };
+}
+
+/**
+ * How a startProcess() went: `{ pid }` once posix_spawn returned, `{ error }`
+ * (Node's spawn error) if it failed, null while it runs.
+ */
+export function launchResult(launch, file) {
+  const r = addon.launched(launch);
+  if (r === 0) return null;
+  return r > 0 ? { pid: r } : { error: spawnError(file, -r) };
 }
 
 /**
@@ -85,17 +97,25 @@ class WatchedSocket extends EventEmitter {
     this.fd = fd;
     this.destroyed = false;
     this.watch = addon.watch(fd, buffer, (n) => {
+      if (this.destroyed) return;
       if (n > 0) onRead(buffer.subarray(0, n));
       else this.destroy(n < 0 ? errnoError(-n, 'read') : undefined);
     });
   }
 
+  /**
+   * The fd stays open until 'close': lib/server.js writes to it until it
+   * hears of the end, and a number closed sooner could be some other
+   * file's by then (a handover's, a new server's socket).
+   */
   destroy(err) {
     if (this.destroyed) return;
     this.destroyed = true;
-    addon.unwatch(this.watch);
     if (err !== undefined) process.nextTick(() => this.emit('error', err));
-    setImmediate(() => this.emit('close', err !== undefined));
+    setImmediate(() => {
+      addon.unwatch(this.watch);
+      this.emit('close', err !== undefined);
+    });
   }
 
   end() {

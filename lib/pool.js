@@ -179,7 +179,7 @@ export class Pool {
         this.backoff();
         return;
       }
-      debug('server %s starting (%d of %d)', server.pid ?? '(detached)', this.servers.length + 1, this.size);
+      debug('server %s starting (%d of %d)', server.pid ?? '(pid to come)', this.servers.length + 1, this.size);
       this.servers.push(server);
     }
   }

@@ -12,7 +12,9 @@ import { asCallback, closeOverdue } from './delivery.js';
 import { debug, now } from './observe.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
-import { addon, startProcess, reapProcess, receiveHandover, watchSocket } from './launch.js';
+import {
+  addon, startProcess, launchResult, reapProcess, receiveHandover, watchSocket,
+} from './launch.js';
 
 const HANDSHAKE_TIMEOUT_MS = 5000;
 const RETRY_WRITE_MS = 1;
@@ -55,8 +57,15 @@ const fdOf = (stream) => {
 
 // The server keeps only what it needs from our environment: sanitizer and
 // debug switches. Children get their env in each SPAWN, never the server's.
-const passEnv = (env) => Object.fromEntries(Object.entries(env).filter(([k]) =>
-  k.startsWith('SPAWND_') || k === 'SPAWNPOOL_PATH_CACHE' || k.endsWith('SAN_OPTIONS')));
+// SPAWND_PARK: our protocol version and the parked children the HELLO
+// will ask for, parked from the server's start if it speaks that version
+// (native/main.c, park_early).
+const passEnv = (env, parked) => {
+  const kept = Object.fromEntries(Object.entries(env).filter(([k]) =>
+    (k.startsWith('SPAWND_') && k !== 'SPAWND_PARK') || k === 'SPAWNPOOL_PATH_CACHE' || k.endsWith('SAN_OPTIONS')));
+  if (parked > 0) kept.SPAWND_PARK = `${VERSION}:${parked}`;
+  return kept;
+};
 const envPairs = (env) => Object.entries(env).map(([k, v]) => `${k}=${v}`);
 
 // What the server's exit status says (docs/protocol.md, "Lifetime").
@@ -129,6 +138,8 @@ export class Server {
     this.reaps = true;            // a child's EXIT waits for REAPED (protocol 4)
     this.fd = -1;                 // the socket, written with writeSync
     this.proc = null;             // the ChildProcess, when node:child_process started it
+    this.knownPid = undefined;
+    this.launching = null;        // the launch addon's start, until its outcome is taken
     this.watchExit = null;        // started by the launch addon: waits for its exit
     this.holdForExit = false;     // close() waits for the exit: the wait holds the loop
     this.feed = null;
@@ -143,7 +154,10 @@ export class Server {
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
 
     const args = this.detached ? ['--detach', String(process.pid)] : [String(process.pid)];
-    if (addon !== null && !this.detached ? !this.launch(binary, args) : !this.fork(binary, args)) {
+    // A launched server's feed is always read: it may park from its start.
+    const launched = addon !== null && !this.detached;
+    const env = passEnv(process.env, launched ? parked : 0);
+    if (launched ? !this.launch(binary, args, env) : !this.fork(binary, args, env)) {
       // Not started: the start error follows and tells the pool.
       this.gone = true;
       return;
@@ -166,7 +180,7 @@ export class Server {
       if (this.ready || this.dead) return;
       this.die(new Error(`no handshake within ${HANDSHAKE_TIMEOUT_MS} ms`));
       if (this.proc !== null) this.proc.kill('SIGKILL');
-      else if (this.exitStatus === null) process.kill(this.pid, 'SIGKILL');
+      else if (this.exitStatus === null && this.pid !== undefined) process.kill(this.pid, 'SIGKILL');
     }).unref(), HANDSHAKE_TIMEOUT_MS).unref();
     live.add(this);
     this.send(encodeHello(this.parks ? parked : 0));
@@ -178,11 +192,11 @@ export class Server {
    * forked). Its exit is waited for once its socket closes: the server
    * holds it to its end. False if it could not be started.
    */
-  launch(binary, args) {
+  launch(binary, args, env) {
     this.proc = null;
     let started;
     try {
-      started = startProcess(binary, [binary, ...args], envPairs(passEnv(process.env)));
+      started = startProcess(binary, [binary, ...args], envPairs(env));
     } catch (err) {
       if (err.syscall === undefined) throw err;
       this.exited = Promise.resolve();
@@ -193,7 +207,7 @@ export class Server {
       });
       return false;
     }
-    this.pid = started.pid;
+    this.launching = started.launch;
     this.fd = started.fd;
     this.feedFd = started.feedFd;
     this.handoverFd = started.handoverFd;
@@ -206,11 +220,21 @@ export class Server {
     });
     let resolveExit;
     this.exited = new Promise((resolve) => (resolveExit = resolve));
+    this.binary = binary;
+    this.launchFailed = (err) => {
+      this.startError = err;
+      resolveExit();
+    };
     let delay = 0;
     let timer = null;
     const poll = () => {
       timer = null;
-      const status = reapProcess(this.pid);
+      const pid = this.pid;       // undefined while posix_spawn runs, or if it failed
+      if (this.startError !== null) {
+        this.watchExit = null;
+        return;                   // settleLaunch() resolved `exited`
+      }
+      const status = pid === undefined ? null : reapProcess(pid);
       if (status === null) {
         delay = Math.min(delay * 2 || 1, EXIT_POLL_MAX_MS);
         timer = setTimeout(poll, delay);
@@ -231,12 +255,34 @@ export class Server {
     return true;
   }
 
+  /**
+   * The server's pid: for a launched one, known once the addon's
+   * posix_spawn has returned (its HELLO says it too); undefined until then.
+   */
+  get pid() {
+    if (this.launching !== null) this.settleLaunch();
+    return this.knownPid;
+  }
+
+  set pid(pid) {
+    this.knownPid = pid;
+  }
+
+  /** Takes the outcome of a launch once there is one: the pid, or the start error. */
+  settleLaunch() {
+    const result = launchResult(this.launching, this.binary);
+    if (result === null) return;
+    this.launching = null;
+    if (result.error) this.launchFailed(result.error);
+    else this.knownPid ??= result.pid;
+  }
+
   /** Starts the server with node:child_process. False if it could not be. */
-  fork(binary, args) {
+  fork(binary, args, env) {
     // Inherited stdio is what 'inherit' and stdio 0-2 give the children.
     this.proc = nodeSpawn(binary, args, {
       stdio: ['inherit', 'inherit', 'inherit', 'pipe', 'pipe'],
-      env: passEnv(process.env),
+      env,
     });
     this.pid = this.detached ? undefined : this.proc.pid;
     this.exited = new Promise((resolve) => {
@@ -580,6 +626,10 @@ export class Server {
   /** The server is gone (exit, crash or protocol error): tell the pool once. */
   die(cause) {
     if (this.dead) return;
+    if (this.launching !== null) this.settleLaunch();
+    // A launch that failed on the addon's thread: what its socket said (the
+    // reset of an unread HELLO) is only the echo of that.
+    if (this.startError !== null) cause = this.startError;
     this.dead = true;
     this.gone = true;
     this.parks = false;

@@ -188,6 +188,31 @@ static _Noreturn void run(void)
 	}
 }
 
+/* SPAWND_PARK=<version>:<n> in our environment: the client's protocol
+ * version and the number of parked children its HELLO will ask for, so
+ * that they are parked (and their pids on the feed) by the time its first
+ * SPAWN wants one, rather than from the HELLO on, which the client writes
+ * a millisecond or more after starting us. Only for a client of our
+ * version: another one's HELLO is refused, and no pid may have gone out
+ * by then. The HELLO's number is the one that holds. A client that sets
+ * nothing gets its children from the HELLO on. */
+static void park_early(void)
+{
+	const char *want = getenv("SPAWND_PARK");
+	char *end;
+	long version, n;
+
+	if (want == NULL || *want == '\0')
+		return;
+	version = strtol(want, &end, 10);
+	if (end == want || *end != ':' || version != SP_VERSION)
+		return;
+	want = end + 1;
+	n = strtol(want, &end, 10);
+	if (end != want && *end == '\0' && n > 0 && n <= INT32_MAX)
+		park_start((uint32_t)n);
+}
+
 /* Parses [--detach] [parent-pid]; --detach requires the pid. */
 static const char *parse_args(int argc, char **argv, int *detach)
 {
@@ -230,6 +255,7 @@ int main(int argc, char **argv)
 		die(what, -r);
 	if (parent_fd >= 0 && (r = loop_add(parent_fd, LOOP_READABLE, &parent_tag)) < 0)
 		die("epoll_ctl", -r);
+	park_early();
 	stdio_handover_init(HANDOVER_FD);
 	if ((r = conn_init(SOCK_FD, child_dispatch, park_start)) < 0)
 		die("socket setup", -r);

@@ -57,6 +57,8 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -277,9 +279,11 @@ static int std_copies(int std[3])
 		if (std[fd] < 0 && errno != EBADF) {
 			int err = -errno;
 
-			while (fd-- > 0)
+			while (fd-- > 0) {
 				if (std[fd] >= 0)
 					close(std[fd]);
+				std[fd] = -1;
+			}
 			return err;
 		}
 	}
@@ -321,51 +325,160 @@ static pid_t spawn_server(const char *file, char **argv, char **envp, const int 
 	return r == 0 ? pid : -r;
 }
 
+/* A server being started: posix_spawn runs on a thread of its own, so
+ * that the event loop does not wait for the new process to exec (0.5 to
+ * 2 ms here, more on a loaded machine). Shared by that thread and the JS
+ * handle (an external); freed by whichever lets go last. */
+struct launch {
+	atomic_int refs;
+	atomic_int result;              /* 0 while running, then the pid or -errno */
+	char *file, **argv, **envp;
+	int far[3];                     /* the server's ends, closed once it runs */
+	int std[3];
+};
+
+static void launch_release(struct launch *l)
+{
+	if (atomic_fetch_sub(&l->refs, 1) != 1)
+		return;
+	free(l->file);
+	free_strings(l->argv);
+	free_strings(l->envp);
+	free(l);
+}
+
+/* Spawns, publishes the outcome, then closes the server's ends: whoever
+ * reads our end's EOF finds the outcome (a failed start) already there. */
+static void launch_run(struct launch *l)
+{
+	pid_t pid = spawn_server(l->file, l->argv, l->envp, l->far, l->std);
+
+	atomic_store(&l->result, pid);
+	for (int i = 0; i < 3; i++) {
+		if (l->far[i] >= 0)
+			close(l->far[i]);
+		if (l->std[i] >= 0)
+			close(l->std[i]);
+	}
+}
+
+static void *launch_thread(void *arg)
+{
+	launch_run(arg);
+	launch_release(arg);
+	return NULL;
+}
+
+static void launch_finalize(napi_env env, void *data, void *hint)
+{
+	(void)env;
+	(void)hint;
+	launch_release(data);
+}
+
+/* Runs launch_run on a new detached thread, with every signal blocked in
+ * it (a signal for the process is not delivered there). 0 or an errno. */
+static int launch_detached(struct launch *l)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+	sigset_t all, old;
+	int r;
+
+	if ((r = pthread_attr_init(&attr)) != 0)
+		return r;
+	sigfillset(&all);
+	if ((r = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED)) == 0
+	    && (r = pthread_sigmask(SIG_BLOCK, &all, &old)) == 0) {
+		atomic_fetch_add(&l->refs, 1);
+		r = pthread_create(&thread, &attr, launch_thread, l);
+		if (r != 0)
+			atomic_fetch_sub(&l->refs, 1);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	pthread_attr_destroy(&attr);
+	return r;
+}
+
 static napi_value start(napi_env env, napi_callback_info info)
 {
 	size_t argc = 3;
-	napi_value args[3], out = NULL;
-	char *file = NULL, **argv = NULL, **envp = NULL;
+	napi_value args[3], out = NULL, handle;
 	static const int types[3] = { SOCK_STREAM, SOCK_STREAM, SOCK_SEQPACKET };
-	int pairs[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } }, std[3] = { -1, -1, -1 };
-	pid_t pid;
+	int pairs[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	struct launch *l;
+	int r;
 
 	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 3)
 		return type_error(env, "start(file, argv, env)");
-	if ((file = c_string(env, args[0])) == NULL || (argv = c_strings(env, args[1])) == NULL
-	    || (envp = c_strings(env, args[2])) == NULL)
-		goto done;
-	keep_reserve();
-	pid = std_copies(std);
-	for (int i = 0; i < 3 && pid == 0; i++)
-		pid = server_pair(pairs[i], types[i]);
-	if (pid == 0) {
-		const int far[3] = { pairs[0][1], pairs[1][1], pairs[2][1] };
-
-		pid = spawn_server(file, argv, envp, far, std);
-	}
-	for (int fd = 0; fd < 3; fd++)
-		if (std[fd] >= 0)
-			close(std[fd]);
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return type_error(env, "out of memory");
+	atomic_init(&l->refs, 1);
+	atomic_init(&l->result, 0);
 	for (int i = 0; i < 3; i++)
-		if (pairs[i][1] >= 0)
-			close(pairs[i][1]);
-	if (pid < 0) {
+		l->far[i] = l->std[i] = -1;
+	if ((l->file = c_string(env, args[0])) == NULL || (l->argv = c_strings(env, args[1])) == NULL
+	    || (l->envp = c_strings(env, args[2])) == NULL) {
+		launch_release(l);
+		return NULL;
+	}
+	/* What would make posix_spawn fail at once is said at once, as
+	 * node:child_process throws or emits it: a missing file, one that
+	 * may not be run. */
+	if (access(l->file, X_OK) < 0) {
+		r = -errno;
+		launch_release(l);
+		return int_value(env, r);
+	}
+	keep_reserve();
+	r = std_copies(l->std);
+	for (int i = 0; i < 3 && r == 0; i++)
+		r = server_pair(pairs[i], types[i]);
+	for (int i = 0; i < 3; i++)
+		l->far[i] = pairs[i][1];
+	if (r == 0 && napi_create_external(env, l, launch_finalize, NULL, &handle) != 0)
+		r = -ENOMEM;
+	if (r == 0) {
+		atomic_fetch_add(&l->refs, 1);  /* the handle's, dropped by its finalizer */
+		if (launch_detached(l) != 0) {
+			/* No thread to be had: spawned here, as before. */
+			launch_run(l);
+			r = atomic_load(&l->result) < 0 ? atomic_load(&l->result) : 0;
+		}
+	} else {
+		for (int i = 0; i < 3; i++) {
+			if (l->far[i] >= 0)
+				close(l->far[i]);
+			if (l->std[i] >= 0)
+				close(l->std[i]);
+		}
+	}
+	launch_release(l);
+	if (r < 0) {
 		for (int i = 0; i < 3; i++)
 			if (pairs[i][0] >= 0)
 				close(pairs[i][0]);
-		out = int_value(env, pid);
-		goto done;
+		return int_value(env, r);
 	}
 	napi_create_array_with_length(env, 4, &out);
-	napi_set_element(env, out, 0, int_value(env, pid));
+	napi_set_element(env, out, 0, handle);
 	for (int i = 0; i < 3; i++)
 		napi_set_element(env, out, (uint32_t)i + 1, int_value(env, pairs[i][0]));
-done:
-	free(file);
-	free_strings(argv);
-	free_strings(envp);
 	return out;
+}
+
+/* launched(handle): 0 while the start runs, then the server's pid, or
+ * -errno if posix_spawn failed. */
+static napi_value launched(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value arg;
+	void *p = NULL;
+
+	if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != 0 || argc < 1
+	    || napi_get_value_external(env, arg, &p) != 0 || p == NULL)
+		return type_error(env, "launched(handle)");
+	return int_value(env, atomic_load(&((struct launch *)p)->result));
 }
 
 static napi_value reap(napi_env env, napi_callback_info info)
@@ -654,14 +767,30 @@ struct watch {
 	size_t size;
 	int fd;
 	bool closed;
+	int refs;                       /* the handle's (until its close callback) and the external's */
 	_Alignas(max_align_t) unsigned char handle[];
 };
 
 #define WATCH_OF(h) ((struct watch *)((unsigned char *)(h) - offsetof(struct watch, handle)))
 
+static void watch_release(struct watch *w)
+{
+	if (--w->refs == 0)
+		free(w);
+}
+
 static void watch_freed(void *handle)
 {
-	free(WATCH_OF(handle));
+	watch_release(WATCH_OF(handle));
+}
+
+/* The external's finalizer: a watch JS can still name stays allocated,
+ * closed or not, so that a late unwatch or refWatch finds it closed. */
+static void watch_finalize(napi_env env, void *data, void *hint)
+{
+	(void)env;
+	(void)hint;
+	watch_release(data);
 }
 
 /* Hands one read's outcome to the callback (called on the global object:
@@ -712,7 +841,7 @@ static void on_readable(void *handle, int status, int events)
 		if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK)) {
 			if (stopped && (err = uv.poll_start(w->handle, UV_READABLE_EVENT | UV_DISCONNECT_EVENT,
 							     on_readable)) < 0)
-				watch_deliver(w, status);
+				watch_deliver(w, err);
 			return;
 		}
 		if (!stopped)
@@ -747,12 +876,15 @@ static napi_value watch(napi_env env, napi_callback_info info)
 	    || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0
 	    || napi_get_buffer_info(env, args[1], &data, &size) != 0 || size == 0 || size > INT32_MAX)
 		return type_error(env, "watch(fd, buffer, callback)");
-	if (!uv_found() || napi_get_uv_event_loop(env, &loop) != 0 || loop == NULL)
+	/* The main thread's loop only: a worker's would be closed at its
+	 * exit with this handle still open, which aborts the process. */
+	if (syscall(SYS_gettid) != getpid() || !uv_found() || napi_get_uv_event_loop(env, &loop) != 0 || loop == NULL)
 		return int_value(env, -ENOSYS);
 	w = calloc(1, sizeof(*w) + uv.handle_size(UV_POLL_TYPE));
 	if (w == NULL)
 		return int_value(env, -ENOMEM);
 	w->env = env;
+	w->refs = 1;                    /* the handle's */
 	w->fd = fd;
 	w->data = data;
 	w->size = size;
@@ -763,10 +895,13 @@ static napi_value watch(napi_env env, napi_callback_info info)
 	if (napi_create_reference(env, args[2], 1, &w->callback) != 0
 	    || napi_create_reference(env, args[1], 1, &w->buffer) != 0
 	    || napi_create_string_utf8(env, "SPAWNPOOL_SERVER", NAPI_AUTO_LENGTH, &name) != 0
-	    || napi_async_init(env, NULL, name, &w->context) != 0 || napi_create_external(env, w, NULL, NULL, &out) != 0)
+	    || napi_async_init(env, NULL, name, &w->context) != 0
+	    || napi_create_external(env, w, watch_finalize, NULL, &out) != 0) {
 		r = -ENOMEM;
-	else
+	} else {
+		w->refs++;              /* the external's, even if it is dropped below */
 		r = uv.poll_start(w->handle, UV_READABLE_EVENT | UV_DISCONNECT_EVENT, on_readable);
+	}
 	if (r < 0) {
 		w->fd = -1;                 /* the caller keeps its fd */
 		w->closed = true;
@@ -851,6 +986,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	if (syscall(SYS_gettid) == getpid())
 		keep_reserve();
 	export(env, exports, "start", start);
+	export(env, exports, "launched", launched);
 	export(env, exports, "reap", reap);
 	export(env, exports, "envState", env_state);
 	export(env, exports, "receive", receive);

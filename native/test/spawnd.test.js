@@ -31,8 +31,10 @@ function request(argv, opts = {}) {
 
 /** One server and its socket; frames are queued until a test takes them. */
 class Conn {
-  constructor({ args = [String(process.pid)], stdio = ['ignore', 'ignore', 'inherit'], hello = true, bin = BIN, parked = 0 } = {}) {
-    this.proc = spawn(bin, args, { stdio: [...stdio, 'pipe', ...(parked ? ['pipe'] : [])], env: { ...process.env } });
+  constructor({
+    args = [String(process.pid)], stdio = ['ignore', 'ignore', 'inherit'], hello = true, bin = BIN, parked = 0, env = {},
+  } = {}) {
+    this.proc = spawn(bin, args, { stdio: [...stdio, 'pipe', ...(parked ? ['pipe'] : [])], env: { ...process.env, ...env } });
     // The pid feed (fd 4): parked pids, 4 bytes each.
     this.pids = [];
     this.leaders = [];      // announced with bit 31 set: parked as session leaders
@@ -157,6 +159,30 @@ test('handshake: HELLO answers version 5, the server pid, and no parked children
   assert.equal(h.version, P.VERSION);
   assert.equal(h.pid, shared.proc.pid);
   assert.equal(h.parked, 0);
+});
+
+test('SPAWND_PARK parks from the start, before the HELLO; the HELLO\'s number is the one that holds', async () => {
+  const early = new Conn({ hello: false, parked: 1, env: { SPAWND_PARK: `${P.VERSION}:4` } });
+  const late = new Conn({ hello: false, parked: 1, env: { SPAWND_PARK: '' } });
+  // A client of another version (its HELLO will be refused) gets none before it.
+  const other = new Conn({ hello: false, parked: 1, env: { SPAWND_PARK: `${P.VERSION + 1}:4` } });
+  for (const deadline = Date.now() + 5000; early.pids.length < 4 && Date.now() < deadline;) await sleep(5);
+  assert.equal(early.pids.length, 4, 'four parked before any HELLO');
+  assert.ok(early.leaders.length >= 1, 'and a session leader');
+  await sleep(100);
+  assert.equal(late.pids.length, 0, 'without it, nothing is parked before the HELLO');
+  assert.equal(other.pids.length, 0, 'nor for another protocol version');
+  other.close();
+  early.send(P.encodeHello(6));
+  assert.equal((await early.frame((m) => m.type === P.T.S_HELLO)).parked, 6);
+  for (const deadline = Date.now() + 5000; early.pids.length < 6 && Date.now() < deadline;) await sleep(5);
+  assert.equal(early.pids.length, 6, 'then as many as the HELLO asked for');
+  const marker = join(dir, 'park-early');
+  early.spawnParked(early.pids[0], ['sh', '-c', `echo ran > ${marker}`], { stdio: [1, 1, 1] });
+  await early.frame((m) => m.type === P.T.EXIT);
+  assert.equal(readFileSync(marker, 'utf8'), 'ran\n', 'an early parked child runs a SPAWN like any other');
+  early.close();
+  late.close();
 });
 
 test('echo hi: SPAWNED, DATA, ENDs, EXIT 0', async () => {

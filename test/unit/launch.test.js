@@ -17,13 +17,23 @@ import * as nodeCp from 'node:child_process';
 import { promisify } from 'node:util';
 import { channel } from 'node:diagnostics_channel';
 import {
-  addon, addonPath, envSnapshot, loadError, startProcess, reapProcess, statPath, watchSocket,
+  addon, addonPath, envSnapshot, loadError, startProcess, launchResult, reapProcess, statPath, watchSocket,
 } from '../../lib/launch.js';
 import { createPool, execFile } from '../../lib/index.js';
 
 const wanted = process.env.SPAWNPOOL_ADDON !== '0';
 const withAddon = { skip: !wanted && 'SPAWNPOOL_ADDON=0: this pass checks the fallback' };
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A startProcess()'s pid, once its posix_spawn (on the addon's thread) has returned. */
+async function launchedPid(started, ms = 5000) {
+  for (const until = Date.now() + ms; Date.now() < until; await delay(1)) {
+    const result = launchResult(started.launch, 'sh');
+    if (result?.error) throw result.error;
+    if (result !== null) return result.pid;
+  }
+  throw new Error(`no pid within ${ms} ms`);
+}
 
 async function reaped(pid, ms = 5000) {
   for (const until = Date.now() + ms; Date.now() < until; await delay(2)) {
@@ -53,12 +63,13 @@ function drain(fd) {
 
 async function launch(script) {
   const started = startProcess('/bin/sh', ['sh', '-c', script], ['PATH=/usr/bin:/bin']);
-  const status = await reaped(started.pid);
+  const pid = await launchedPid(started);
+  const status = await reaped(pid);
   const out = drain(started.fd);
   closeSync(started.fd);
   closeSync(started.feedFd);
   closeSync(started.handoverFd);
-  return { ...started, status, out };
+  return { ...started, pid, status, out };
 }
 
 test('the addon is loaded exactly when it is wanted (built by npm install, Node on Linux)', () => {
@@ -139,7 +150,7 @@ test('a watch reads the socket as the loop finds it readable, and closes at EOF'
   assert.deepEqual(w.events, [['close', false]]);
   assert.equal(w.socket.destroyed, true);
   assert.equal(stillOpen(w.fd, w.ino), false, 'its fd is closed');
-  assert.deepEqual(await reaped(w.pid), { code: 0, signal: null });
+  assert.deepEqual(await reaped(await launchedPid(w)), { code: 0, signal: null });
 });
 
 test('each read is a callback of its own: ticks and promise reactions run before any other callback', withAddon, async () => {
@@ -169,13 +180,14 @@ test('end() shuts down our side only: the peer sees EOF and may still answer', w
   assert.deepEqual(w.events, [['close', false]]);
 });
 
-test('destroy() closes the fd at once; nothing is read after it, and \'close\' comes once', withAddon, async () => {
+test('destroy(): nothing is read after it, the fd is closed at \'close\' (not sooner: its number must not be reused while writes may still name it), and \'close\' comes once', withAddon, async () => {
   const w = watched('sleep 0.1; printf late >&3 2>/dev/null');
   w.socket.destroy();
   w.socket.destroy();
-  assert.equal(stillOpen(w.fd, w.ino), false);
+  assert.equal(stillOpen(w.fd, w.ino), true);
   await w.done;
-  await reaped(w.pid);
+  assert.equal(stillOpen(w.fd, w.ino), false);
+  await reaped(await launchedPid(w));
   await delay(20);
   assert.deepEqual(w.reads, []);
   assert.deepEqual(w.events, [['close', false]]);
@@ -214,6 +226,31 @@ test('a launch that fails throws Node\'s spawn error', withAddon, async () => {
   const child = nodeCp.spawn(file);
   const [nodeError] = await once(child, 'error');
   assert.throws(() => startProcess(file, ['x'], []), { code: nodeError.code, errno: nodeError.errno });
+});
+
+test('a start that fails after its checks is told by launchResult, and its sockets reach EOF', withAddon, async () => {
+  // Executable, but no format the kernel runs: posix_spawn fails on the addon's thread.
+  const file = join(mkdtempSync(join(tmpdir(), 'spawnpool-launch-')), 'not-a-program');
+  writeFileSync(file, 'garbage\n', { mode: 0o755 });
+  const started = startProcess(file, ['x'], []);
+  let result = null;
+  for (const until = Date.now() + 5000; result === null && Date.now() < until; await delay(1)) {
+    result = launchResult(started.launch, file);
+  }
+  assert.equal(result?.error?.errno, -8, 'ENOEXEC');
+  assert.equal(result.error.syscall, `spawn ${file}`);
+  assert.equal(result.error.path, file);
+  // The outcome is published before the far ends close: EOF follows at once.
+  let eof = false;
+  for (const until = Date.now() + 5000; !eof && Date.now() < until; await delay(1)) {
+    try {
+      eof = readSync(started.fd, Buffer.alloc(16)) === 0;
+    } catch (err) {
+      if (err.code !== 'EAGAIN') throw err;
+    }
+  }
+  assert.equal(eof, true, 'EOF: the far ends are closed');
+  for (const fd of [started.fd, started.feedFd, started.handoverFd]) closeSync(fd);
 });
 
 test('statPath answers what fs.statSync says: mode, uid and gid, or its errno', withAddon, () => {
