@@ -353,6 +353,12 @@ static void launch_run(struct launch *l)
 {
 	pid_t pid = spawn_server(l->file, l->argv, l->envp, l->far, l->std);
 
+	/* The strings are the new process's own now (or of no use). */
+	free(l->file);
+	free_strings(l->argv);
+	free_strings(l->envp);
+	l->file = NULL;
+	l->argv = l->envp = NULL;
 	atomic_store(&l->result, pid);
 	for (int i = 0; i < 3; i++) {
 		if (l->far[i] >= 0)
