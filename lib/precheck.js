@@ -78,6 +78,33 @@ function statusFromProcess() {
     + `CapEff:\t${euid === 0 ? 'ffffffff' : '0'}\n`;
 }
 
+/**
+ * What the precheck needs of a /proc/<pid>/status text: the ids, the
+ * supplementary groups and the effective capabilities. Read line by line:
+ * a field with an empty value (`Groups:` of a process with no
+ * supplementary groups) is empty, never the next line's.
+ */
+export function parseStatus(status) {
+  const fields = new Map();
+  for (const line of status.split('\n')) {
+    const colon = line.indexOf(':');
+    if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1));
+  }
+  const ids = (name) => (fields.get(name) ?? '').split(/[ \t]+/).filter(Boolean).map(Number);
+  const [ruid, euid, suid] = ids('Uid');
+  const [rgid, egid, sgid] = ids('Gid');
+  const caps = parseInt((fields.get('CapEff')?.trim() || '0').slice(-8), 16);
+  const has = (bit) => (caps & (1 << bit)) !== 0;
+  return {
+    ruid, euid, suid, rgid, egid, sgid,
+    groups: ids('Groups'),
+    dacOverride: has(CAP_DAC_OVERRIDE),
+    dirOverride: has(CAP_DAC_OVERRIDE) || has(CAP_DAC_READ_SEARCH),
+    setuid: has(CAP_SETUID),
+    setgid: has(CAP_SETGID),
+  };
+}
+
 function readSelf() {
   let status;
   try {
@@ -85,19 +112,8 @@ function readSelf() {
   } catch {
     status = statusFromProcess();
   }
-  const ids = (name) => new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(status)?.[1].trim().split(/\s+/).filter(Boolean).map(Number) ?? [];
-  const [ruid, euid, suid] = ids('Uid');
-  const [rgid, egid, sgid] = ids('Gid');
-  const capHex = /^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1] ?? '0';
-  const caps = parseInt(capHex.slice(-8), 16);
-  const has = (bit) => (caps & (1 << bit)) !== 0;
   self = {
-    ruid, euid, suid, rgid, egid, sgid,
-    groups: ids('Groups'),
-    dacOverride: has(CAP_DAC_OVERRIDE),
-    dirOverride: has(CAP_DAC_OVERRIDE) || has(CAP_DAC_READ_SEARCH),
-    setuid: has(CAP_SETUID),
-    setgid: has(CAP_SETGID),
+    ...parseStatus(status),
     // Read when first needed (a spawn with uid/gid, one with large
     // arguments): most processes never need them.
     uidMap: undefined,
