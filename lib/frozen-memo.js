@@ -12,7 +12,7 @@
 export function lastFrozen(compute) {
   let key = null;
   let value;
-  return (array) => {
+  const memo = (array) => {
     if (array === key) return value;
     const result = compute(array);
     if (Object.isFrozen(array)) {
@@ -21,4 +21,11 @@ export function lastFrozen(compute) {
     }
     return result;
   };
+  /** What compute(array) would give, known already: remembered as its result. */
+  memo.preset = (array, result) => {
+    if (!Object.isFrozen(array)) return;
+    key = array;
+    value = result;
+  };
+  return memo;
 }

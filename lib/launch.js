@@ -195,6 +195,17 @@ function isRealEnv(env) {
  * replaced process.env, a Node without the exported lock): then compare
  * the contents.
  */
+/**
+ * The strings of the snapshot envSnapshot() last handed out, encoded as a
+ * SPAWN carries them (lib/protocol.js), or null when the addon cannot
+ * (a string that is not exact UTF-8: JS encodes what its string became).
+ */
+export function envSnapshotBlock() {
+  if (typeof addon?.envBlock !== 'function') return null;
+  const block = addon.envBlock();
+  return typeof block === 'number' ? null : block;
+}
+
 export function envSnapshot(env, known) {
   if (addon === null || !isMainThread || !isRealEnv(env)) return undefined;
   const state = addon.envState(false);

@@ -7,8 +7,8 @@ import { constants } from 'node:os';
 import {
   invalidArgType, invalidArgValue, outOfRange, unknownSignal, invalidSyncForkInput,
 } from './errors.js';
-import { STDIO_PIPE, STDIO_IGNORE, stdioFd } from './protocol.js';
-import { envSnapshot } from './launch.js';
+import { STDIO_PIPE, STDIO_IGNORE, stdioFd, presetEnvBlock } from './protocol.js';
+import { envSnapshot, envSnapshotBlock } from './launch.js';
 
 const signalNumbers = constants.signals;
 // Node names a signal by its first name: 6 is SIGABRT, not SIGIOT; 29 is
@@ -154,6 +154,11 @@ function pairsOfProcessEnv() {
   if (pairs !== null) {
     const same = last !== null && samePairs(last.pairs, pairs);
     lastProcessEnv = { json: null, stamp: snapshot[0], env, pairs: same ? last.pairs : Object.freeze(pairs) };
+    // Its SPAWN encoding, made by the addon from the same strings.
+    if (!same) {
+      const block = envSnapshotBlock();
+      if (block !== null) presetEnvBlock(lastProcessEnv.pairs, block);
+    }
     return lastProcessEnv.pairs;
   }
   const json = JSON.stringify(env);

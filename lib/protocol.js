@@ -146,7 +146,11 @@ export function encodeSpawn(id, req, pid = 0, flags = 0) {
 
 const NO_ENV = Buffer.alloc(0);
 
-/** The encoded strings of `env` ([u32 length][bytes] each), without the count. */
+/**
+ * The encoded strings of `env` ([u32 length][bytes] each), without the
+ * count. `presetEnvBlock(env, block)`: the block of a frozen `env` is
+ * known already (the launch addon encodes the C environment's strings).
+ */
 const envBlock = lastFrozen((env) => {
   let size = 0;
   for (let i = 0; i < env.length; i++) size += 4 + Buffer.byteLength(env[i]);
@@ -159,6 +163,8 @@ const envBlock = lastFrozen((env) => {
   }
   return block;
 });
+
+export const presetEnvBlock = envBlock.preset;
 
 /** Reads a frame's payload field by field; any misfit throws ProtocolError. */
 class Reader {

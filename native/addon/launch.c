@@ -44,6 +44,9 @@
  *                                is a no-op.
  *   refWatch(watch, ref)         whether the watch keeps the loop alive.
  *   shutdown(fd)                 shutdown(fd, SHUT_WR): 0 or -errno.
+ *   envBlock()                   the last envState() snapshot's strings
+ *                                encoded as a SPAWN carries them, or -1
+ *                                (env_block).
  *   envState(entries)            whether the C environment (what
  *                                process.env reads and writes on Node's
  *                                main thread) changed since the last call,
@@ -108,6 +111,7 @@ typedef struct napi_handle_scope__ *napi_handle_scope;
 typedef struct napi_async_context__ *napi_async_context;
 typedef void (*napi_finalize)(napi_env, void *, void *);
 napi_status napi_get_buffer_info(napi_env, napi_value, void **, size_t *);
+napi_status napi_create_buffer(napi_env, size_t, void **, napi_value *);
 napi_status napi_create_reference(napi_env, napi_value, uint32_t, napi_ref *);
 napi_status napi_delete_reference(napi_env, napi_ref);
 napi_status napi_get_reference_value(napi_env, napi_ref, napi_value *);
@@ -694,6 +698,78 @@ static napi_value env_state(napi_env env, napi_callback_info info)
 	return out;
 }
 
+/* Whether s[0..n) is UTF-8 as V8 decodes it without replacing anything:
+ * no overlong form, no surrogate, nothing above U+10FFFF. */
+static bool utf8_exact(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		unsigned char c = s[i];
+		size_t len;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			len = 2;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			len = 3;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			len = 4;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if (n - i < len)
+			return false;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (s[i + k] & 0x3f);
+		}
+		if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+/* envBlock(): the strings of the last envState() snapshot as a SPAWN
+ * carries them ([u32 length, little-endian][bytes], each), in a new
+ * Buffer: what lib/protocol.js would make of the same strings, without a
+ * JS call per variable (a process's first spawn spent 0.5 ms there). -1
+ * with no snapshot, or when a string is not exact UTF-8 (its JS string
+ * has U+FFFD for the bytes, and so does Node's child: JS encodes it then).
+ * Main thread only, as envState. */
+static napi_value env_block(napi_env env, napi_callback_info info)
+{
+	napi_value out;
+	unsigned char *p;
+	void *data = NULL;
+
+	(void)info;
+	if (seen == NULL || !utf8_exact((const unsigned char *)seen, seen_len))
+		return int_value(env, -1);
+	/* Each string: its NUL out, a 4-byte length in. */
+	if (napi_create_buffer(env, seen_len - seen_count + 4 * seen_count, &data, &out) != 0)
+		return int_value(env, -1);
+	p = data;
+	for (const char *e = seen; e < seen + seen_len; e += strlen(e) + 1) {
+		size_t n = strlen(e);
+
+		p[0] = (unsigned char)n;
+		p[1] = (unsigned char)(n >> 8);
+		p[2] = (unsigned char)(n >> 16);
+		p[3] = (unsigned char)(n >> 24);
+		memcpy(p + 4, e, n);
+		p += 4 + n;
+	}
+	return out;
+}
+
 static napi_value stat_path(napi_env env, napi_callback_info info)
 {
 	size_t argc = 2, len = 0, n = 0;
@@ -995,6 +1071,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "launched", launched);
 	export(env, exports, "reap", reap);
 	export(env, exports, "envState", env_state);
+	export(env, exports, "envBlock", env_block);
 	export(env, exports, "receive", receive);
 	export(env, exports, "stat", stat_path);
 	export(env, exports, "watch", watch);

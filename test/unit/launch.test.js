@@ -17,7 +17,7 @@ import * as nodeCp from 'node:child_process';
 import { promisify } from 'node:util';
 import { channel } from 'node:diagnostics_channel';
 import {
-  addon, addonPath, envSnapshot, loadError, startProcess, launchResult, reapProcess, statPath, watchSocket,
+  addon, addonPath, envSnapshot, envSnapshotBlock, loadError, startProcess, launchResult, reapProcess, statPath, watchSocket,
 } from '../../lib/launch.js';
 import { createPool, execFile } from '../../lib/index.js';
 
@@ -312,6 +312,55 @@ test('the environment snapshot: null while unchanged, the new strings after each
   delete process.env[key];
   const fourth = envSnapshot(process.env, third[0]);
   assert.deepEqual(entries(fourth), entries(first));
+});
+
+test('the snapshot\'s SPAWN encoding from the addon is what lib/protocol.js makes of the same strings', withAddon, () => {
+  const key = 'SPAWNPOOL_BLOCK_TEST';
+  // UTF-8 of 2, 3 and 4 bytes, an empty value, '=' in a value.
+  process.env[key] = 'é€😀=';
+  process.env[`${key}_EMPTY`] = '';
+  try {
+    const snapshot = envSnapshot(process.env, -1);
+    const block = envSnapshotBlock();
+    const strings = snapshot.slice(1);
+    const expected = Buffer.concat(strings.flatMap((s) => {
+      const bytes = Buffer.from(s);
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(bytes.length);
+      return [length, bytes];
+    }));
+    assert.ok(strings.includes(`${key}=é€😀=`) && strings.includes(`${key}_EMPTY=`));
+    assert.deepEqual(block, expected);
+  } finally {
+    delete process.env[key];
+    delete process.env[`${key}_EMPTY`];
+  }
+});
+
+test('an inherited variable that is not UTF-8 reaches the child as node:child_process passes it (U+FFFD), not as its bytes', withAddon, async () => {
+  const script = `
+    import * as sp from ${JSON.stringify(new URL('../../lib/index.js', import.meta.url).href)};
+    import * as cp from 'node:child_process';
+    import { envSnapshot, envSnapshotBlock } from ${JSON.stringify(new URL('../../lib/launch.js', import.meta.url).href)};
+    const hex = (spawn) => new Promise((resolve) => {
+      let out = '';
+      const c = spawn('/bin/sh', ['-c', 'printf %s "$SPAWNPOOL_LATIN1" | od -An -tx1']);
+      c.stdout.on('data', (d) => { out += d; });
+      c.on('close', () => resolve(out.trim()));
+    });
+    envSnapshot(process.env, -1);
+    const block = envSnapshotBlock();
+    console.log(JSON.stringify({ block: block === null, node: await hex(cp.spawn), spawnpool: await hex(sp.spawn) }));
+    await sp.close?.();
+    process.exit(0);
+  `;
+  // sh's printf makes the raw byte 0xE9 (é in Latin-1), which no JS string can.
+  const { stdout } = await promisify(nodeCp.execFile)('/bin/sh', ['-c',
+    `SPAWNPOOL_LATIN1="$(printf 'caf\\351')" exec "$0" --input-type=module -e "$1"`, process.execPath, script]);
+  const got = JSON.parse(stdout);
+  assert.equal(got.block, true, 'the addon does not encode it');
+  assert.equal(got.node, '63 61 66 ef bf bd');
+  assert.equal(got.spawnpool, got.node);
 });
 
 test('a replaced or proxied process.env gets no snapshot, and the probe leaves no trace', withAddon, () => {
