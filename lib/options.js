@@ -123,7 +123,7 @@ export function normalizeSpawnArguments(file, args, options) {
   args.unshift(typeof options.argv0 === 'string' ? options.argv0 : file);
 
   // Node always propagates NODE_V8_COVERAGE, so coverage works through spawns.
-  if (process.env.NODE_V8_COVERAGE && options.env && !Object.hasOwn(options.env, 'NODE_V8_COVERAGE')) {
+  if (options.env && process.env.NODE_V8_COVERAGE && !Object.hasOwn(options.env, 'NODE_V8_COVERAGE')) {
     options.env.NODE_V8_COVERAGE = process.env.NODE_V8_COVERAGE;
   }
   // `env: process.env` is Node's default spelled out (a common idiom): the
