@@ -187,15 +187,6 @@ function isRealEnv(env) {
 }
 
 /**
- * What the launch addon knows of `env` (process.env) since the caller's
- * last look, `known` (the stamp it got then, or -1): null when the C
- * environment is unchanged since, else `[stamp, ...entries]`, its "K=V"
- * strings as process.env shows them, read under Node's lock. undefined
- * when that cannot be known cheaply (no addon, a worker thread, a
- * replaced process.env, a Node without the exported lock): then compare
- * the contents.
- */
-/**
  * The strings of the snapshot envSnapshot() last handed out, encoded as a
  * SPAWN carries them (lib/protocol.js), or null when the addon cannot
  * (a string that is not exact UTF-8: JS encodes what its string became).
@@ -206,6 +197,15 @@ export function envSnapshotBlock() {
   return typeof block === 'number' ? null : block;
 }
 
+/**
+ * What the launch addon knows of `env` (process.env) since the caller's
+ * last look, `known` (the stamp it got then, or -1): null when the C
+ * environment is unchanged since, else `[stamp, ...entries]`, its "K=V"
+ * strings as process.env shows them, read under Node's lock. undefined
+ * when that cannot be known cheaply (no addon, a worker thread, a
+ * replaced process.env, a Node without the exported lock): then compare
+ * the contents.
+ */
 export function envSnapshot(env, known) {
   if (addon === null || !isMainThread || !isRealEnv(env)) return undefined;
   const state = addon.envState(false);

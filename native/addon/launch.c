@@ -624,14 +624,20 @@ static void environ_remember(void)
 		len += strlen(*e) + 1;
 	if ((seen = malloc(len ? len : 1)) == NULL)
 		return;
+	/* Bounded by the first walk: native code that calls setenv without
+	 * Node's lock may change environ between the two (the copy is then
+	 * short, and the next call finds a change). */
 	p = seen;
-	for (char **e = environ; e && *e; e++) {
+	count = 0;
+	for (char **e = environ; e && *e; e++, count++) {
 		size_t n = strlen(*e) + 1;
 
+		if ((size_t)(p - seen) + n > len)
+			break;
 		memcpy(p, *e, n);
 		p += n;
 	}
-	seen_len = len;
+	seen_len = (size_t)(p - seen);
 	seen_count = count;
 }
 
