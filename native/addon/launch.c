@@ -404,7 +404,7 @@ static int launch_detached(struct launch *l)
 		r = pthread_create(&thread, &attr, launch_thread, l);
 		if (r != 0)
 			atomic_fetch_sub(&l->refs, 1);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		(void)pthread_sigmask(SIG_SETMASK, &old, NULL);  /* cannot fail: a valid set */
 	}
 	pthread_attr_destroy(&attr);
 	return r;
