@@ -15,6 +15,10 @@ const { join } = require('node:path');
 const dist = join(__dirname, '..', 'dist');
 const bundle = join(dist, 'spawnpool.cjs');
 
+// The bundle's first line, as scripts/bundle.js writes it (and reads it
+// back, from here): the hash of the text below it, then that of the sources.
+const HEADER_RE = /^\/\/ spawnpool bundle ([0-9a-f]{16}) of lib\/ ([0-9a-f]{16}): made by scripts\/bundle\.js, do not edit\n/;
+
 /**
  * The cache file for this V8 and this bundle: its header names the hash of
  * the text scripts/bundle.js wrote, and the file's size and mtime change
@@ -22,7 +26,7 @@ const bundle = join(dist, 'spawnpool.cjs');
  * offered to another text (V8 itself checks only the source's length).
  */
 function cacheFileFor(source) {
-  const id = /^\/\/ spawnpool bundle ([0-9a-f]{16}) /.exec(source)?.[1] ?? 'unknown';
+  const id = HEADER_RE.exec(source)?.[1] ?? 'unknown';
   const { size, mtimeMs } = statSync(bundle);
   return join(dist, `spawnpool-${id}-${size}-${Math.trunc(mtimeMs)}-${process.arch}-v8-${process.versions.v8}.cache`);
 }
@@ -74,6 +78,7 @@ let loaded = null;
  * namespaces; later calls return the same exports.
  */
 exports.load = (builtins) => (loaded ??= run(builtins)).exports;
+exports.HEADER_RE = HEADER_RE;
 Object.defineProperties(exports, {
   /** The compiled bundle (null before load(), where it was required, and without one), for scripts/bundle.js's code cache. */
   script: { get: () => loaded?.script ?? null, enumerable: true },

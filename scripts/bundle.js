@@ -75,7 +75,8 @@ function sourcesHash() {
 // hash of the text below it: lib/load.cjs names the code cache after the
 // latter (and the file's size and mtime), so a cache is only ever offered to
 // the very text it was made from (V8 itself checks only the source's length).
-const HEADER_RE = /^\/\/ spawnpool bundle ([0-9a-f]{16}) of lib\/ ([0-9a-f]{16}): made by scripts\/bundle\.js, do not edit\n/;
+// Its pattern is lib/load.cjs's, which reads it at every load.
+const { HEADER_RE } = require('../lib/load.cjs');
 const header = (content, sources) => `// spawnpool bundle ${content} of lib/ ${sources}: made by scripts/bundle.js, do not edit\n`;
 
 function bundleIsCurrent(hash) {

@@ -812,6 +812,7 @@ static napi_value stat_path(napi_env env, napi_callback_info info)
 #define UV_POLL_TYPE 8                  /* uv_handle_type's UV_POLL */
 #define UV_READABLE_EVENT 1
 #define UV_DISCONNECT_EVENT 4
+#define WATCH_EVENTS (UV_READABLE_EVENT | UV_DISCONNECT_EVENT)
 
 typedef void uv_poll_cb_fn(void *handle, int status, int events);
 typedef void uv_close_cb_fn(void *handle);
@@ -927,8 +928,7 @@ static void on_readable(void *handle, int status, int events)
 			return;
 		}
 		if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK)) {
-			if (stopped && (err = uv.poll_start(w->handle, UV_READABLE_EVENT | UV_DISCONNECT_EVENT,
-							     on_readable)) < 0)
+			if (stopped && (err = uv.poll_start(w->handle, WATCH_EVENTS, on_readable)) < 0)
 				watch_deliver(w, err);
 			return;
 		}
@@ -988,7 +988,7 @@ static napi_value watch(napi_env env, napi_callback_info info)
 		r = -ENOMEM;
 	} else {
 		w->refs++;              /* the external's, even if it is dropped below */
-		r = uv.poll_start(w->handle, UV_READABLE_EVENT | UV_DISCONNECT_EVENT, on_readable);
+		r = uv.poll_start(w->handle, WATCH_EVENTS, on_readable);
 	}
 	if (r < 0) {
 		w->fd = -1;                 /* the caller keeps its fd */
