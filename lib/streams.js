@@ -17,12 +17,12 @@ const { EPIPE } = constants.errno;
 export const DROP_LINGER_MS = 5;
 
 function closeLater(stream, err, before) {
-  const close = () => {
+  const emitClose = () => {
     if (before !== null) before();
     stream.emit('close', err != null);
   };
-  if (stream._handleless) process.nextTick(close);
-  else if (!(stream._eofSeen && stream._session.holdClose(close))) closePhase(close);
+  if (stream._handleless) process.nextTick(emitClose);
+  else if (!(stream._eofSeen && stream._session.holdClose(emitClose))) closePhase(emitClose);
 }
 
 /**

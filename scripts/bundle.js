@@ -141,7 +141,7 @@ async function makeBundle(esbuild, hash) {
     define: { 'import.meta.url': '__spawnpool_url' },
     banner: { js: "'use strict';\nconst __spawnpool_url = require('node:url').pathToFileURL(__filename).href;" },
   });
-  const text = result.outputFiles[0].text;
+  const text = fastNames(result.outputFiles[0].text);
   // A default import read through the handed-over namespace would be the
   // namespace, not the module object: refused, whatever its spelling.
   const viaDefault = /\bimport_node_[\w$]+\.default\b/.exec(text);
@@ -155,6 +155,22 @@ async function makeBundle(esbuild, hash) {
   if (old === full) return;
   writeAtomically(bundleFile, full);
   removeCaches((name) => !name.includes(`-${content}-`));
+}
+
+// keepNames wraps each named function in this helper, closures made per
+// call included, and defining `name` on a function takes it off V8's fast
+// properties: 1-2 µs per spawn for one such closure (docs/benchmarks.md,
+// "Eleventh pass"). Where the function already has the name asked for (it
+// was not renamed), defining it again would change nothing: skip that.
+const NAME_HELPER = 'var __name = (target, value) => __defProp(target, "name", { value, configurable: true });';
+const FAST_NAME_HELPER = 'var __name = (target, value) => target.name === value ? target : __defProp(target, "name", { value, configurable: true });';
+
+function fastNames(text) {
+  const at = text.indexOf(NAME_HELPER);
+  if (at === -1 || text.indexOf(NAME_HELPER, at + 1) !== -1) {
+    throw new BundleError("esbuild's keepNames helper (__name) is not the one scripts/bundle.js knows: update NAME_HELPER");
+  }
+  return text.replace(NAME_HELPER, FAST_NAME_HELPER);
 }
 
 /** Removes dist/'s code caches whose name `which` accepts (all by default). */

@@ -96,6 +96,17 @@ test('the bundle is made from lib/ as it is (npm test makes it first)', () => {
   assert.equal(r.status, 0, r.stdout + r.stderr);
 });
 
+test("keepNames' helper leaves a function whose name is already right alone (no defineProperty per closure)", () => {
+  const text = readFileSync(join(ROOT, 'dist/spawnpool.cjs'), 'utf8');
+  const helpers = text.match(/^var __name = .*$/gm);
+  assert.deepEqual(helpers, [
+    'var __name = (target, value) => target.name === value ? target : __defProp(target, "name", { value, configurable: true });',
+  ]);
+  // What the helper is for still holds: esbuild renamed spawn (spawn2), the name is spawn.
+  assert.match(text, /function spawn2\(/);
+  assert.equal(pkg.spawn.name, 'spawn');
+});
+
 test("the bundle's functions are strict mode code, as the ES modules' are", () => {
   // Reading .caller of a strict function throws; of a sloppy one it does not.
   for (const [label, api] of [['lib/', sources], ['bundle', pkg]]) {
