@@ -131,20 +131,30 @@ export function encodeSpawn(id, req, pid = 0, flags = 0) {
   buf[off++] = req.stdio[0];
   buf[off++] = req.stdio[1];
   buf[off++] = req.stdio[2];
-  const putString = (i) => {
-    off = buf.writeUInt32LE(lengths[i], off);
-    off += buf.write(strings[i], off, lengths[i]);
-  };
-  putString(0);
-  putString(1);
+  off = putString(buf, off, strings[0], lengths[0]);
+  off = putString(buf, off, strings[1], lengths[1]);
   off = buf.writeUInt32LE(req.argv.length, off);
-  for (let i = 0; i < req.argv.length; i++) putString(2 + i);
+  for (let i = 0; i < req.argv.length; i++) off = putString(buf, off, strings[2 + i], lengths[2 + i]);
   off = buf.writeUInt32LE(sameEnv ? 0 : req.env.length, off);
   buf.set(env, off);
   return buf;
 }
 
 const NO_ENV = Buffer.alloc(0);
+/** Up to this many characters, an ASCII string is copied by putString's own loop. */
+const SHORT_STRING = 64;
+
+/** Writes `str` (`n` bytes in UTF-8) at `off` as [u32 length][bytes]; returns the offset after it. */
+function putString(buf, off, str, n) {
+  off = buf.writeUInt32LE(n, off);
+  // A short ASCII string (its UTF-8 length is its length) is copied here:
+  // cheaper than a call into C++ for the few bytes of most names.
+  if (n === str.length && n <= SHORT_STRING) {
+    for (let k = 0; k < n; k++) buf[off + k] = str.charCodeAt(k);
+    return off + n;
+  }
+  return off + buf.write(str, off, n);
+}
 
 /**
  * The encoded strings of `env` ([u32 length][bytes] each), without the

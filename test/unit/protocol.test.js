@@ -291,3 +291,17 @@ test('a throwing listener loses no frame: the rest is delivered on the next push
   decoder.push(stream.subarray(stream.length - 3));
   assert.deepEqual(seen, [`${P.T.SPAWNED}/1`, `${P.T.EXIT}/1`, `${P.T.SPAWNED}/2`, `${P.T.EXIT}/2`]);
 });
+
+test("SPAWN's strings are their UTF-8 bytes whichever way they are copied (short ASCII by hand, the rest by Buffer)", () => {
+  const strings = ['', 'echo', 'a'.repeat(64), 'a'.repeat(65), 'é', 'aé', '\u{1F600}', '\uD800', 'x\uDC00y', '/tmp/ü/ß', 'tab\there', '~'.repeat(200)];
+  // The frame as docs/protocol.md lays it out, built independently.
+  const u32 = (v) => { const b = Buffer.alloc(4); b.writeUInt32LE(v >>> 0); return b; };
+  const str = (s) => { const b = Buffer.from(s); return Buffer.concat([u32(b.length), b]); };
+  for (const s of strings) {
+    const req = { flags: 0, uid: 0, gid: 0, window: 65536, stdio: [1, 0, 1], file: s, cwd: `${s}/`, argv: [s, `${s}x`, 'ok'], env: [`K=${s}`] };
+    const payload = Buffer.concat([u32(7), u32(0), u32(0), u32(0), u32(65536), Buffer.from([1, 0, 1]),
+      str(req.file), str(req.cwd), u32(3), ...req.argv.map(str), u32(1), str(req.env[0])]);
+    const expected = Buffer.concat([u32(5 + payload.length), Buffer.from([P.T.SPAWN]), u32(42), payload]);
+    assert.deepEqual(P.encodeSpawn(42, req, 7), expected, JSON.stringify(s));
+  }
+});
