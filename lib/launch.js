@@ -150,6 +150,13 @@ export function watchSocket(fd, buffer, onRead) {
 export const statPath = typeof addon?.stat === 'function' ? addon.stat : null;
 
 /**
+ * write(2) of a whole Buffer on `fd` through the addon: the bytes taken, or
+ * a negative errno (-EAGAIN: the socket is full). null without the addon
+ * (use fs.writeSync).
+ */
+export const writeFd = typeof addon?.write === 'function' ? addon.write : null;
+
+/**
  * `pid`'s exit, once it has exited: `{ code, signal }` as 'exit' reports
  * them, with `signal` a name. null while it runs. If it cannot be waited
  * for (reaped by someone else), `{ code: null, signal: null }`.

@@ -4,6 +4,7 @@
 import { nodeSpawn } from './node-child-process.js';
 import { closeSync, readSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
+import { constants as osConstants } from 'node:os';
 import { isMainThread } from 'node:worker_threads';
 import {
   Decoder, T, encodeHello, encodeSpawn, joinData, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER, FLAG_SAME_ENV,
@@ -13,8 +14,9 @@ import { debug, now } from './observe.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
 import {
-  addon, startProcess, launchResult, reapProcess, receiveHandover, watchSocket,
+  addon, startProcess, launchResult, reapProcess, receiveHandover, watchSocket, writeFd,
 } from './launch.js';
+import { errnoError } from './errors.js';
 
 const HANDSHAKE_TIMEOUT_MS = 5000;
 const RETRY_WRITE_MS = 1;
@@ -22,6 +24,7 @@ const EXIT_FLUSH_MS = 1000;
 const SPAWN_WRITE_MS = 1000;      // a parked pid goes out only with its SPAWN in the kernel
 const KILL_WRITE_MS = 50;        // kill() waits this long at most for a server behind
 const EXIT_POLL_MAX_MS = 50;      // a launched server's exit is polled for, from 1 ms up to this
+const { EAGAIN } = osConstants.errno;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /** Sleeps this thread `ms` (fractions allowed), without a busy loop. */
@@ -136,7 +139,7 @@ export class Server {
     };
     this.retryTimer = null;
     this.reaps = true;            // a child's EXIT waits for REAPED (protocol 4)
-    this.fd = -1;                 // the socket, written with writeSync
+    this.fd = -1;                 // the socket, written with write() below
     this.proc = null;             // the ChildProcess, when node:child_process started it
     this.knownPid = undefined;
     this.launching = null;        // the launch addon's start, until its outcome is taken
@@ -378,22 +381,34 @@ export class Server {
       this.socket.write(data);
       return;
     }
-    let written;
-    try {
-      written = writeSync(this.fd, data);
-    } catch (err) {
-      if (err.code !== 'EAGAIN') {
-        this.die(err);
-        return;
-      }
-      written = 0;
-    }
+    const written = this.write(data);
+    if (written < 0) return;
     if (written === data.length) return;
     this.queue.unshift(data.subarray(written));
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       this.flush();
     }, RETRY_WRITE_MS);
+  }
+
+  /**
+   * One write(2) of `data` on the socket: the bytes taken (0 when it is
+   * full), or -1 once the server is declared dead of the error.
+   */
+  write(data) {
+    if (writeFd !== null) {
+      const n = writeFd(this.fd, data);
+      if (n >= 0 || n === -EAGAIN) return Math.max(n, 0);
+      this.die(errnoError(-n, 'write'));
+      return -1;
+    }
+    try {
+      return writeSync(this.fd, data);
+    } catch (err) {
+      if (err.code === 'EAGAIN') return 0;
+      this.die(err);
+      return -1;
+    }
   }
 
   /** At process exit (and close): what is queued goes now, waiting briefly if it must. */

@@ -1057,6 +1057,29 @@ static napi_value shutdown_fd(napi_env env, napi_callback_info info)
 	return int_value(env, shutdown(fd, SHUT_WR) < 0 ? -errno : 0);
 }
 
+/* write(fd, buffer): one write(2) of the whole buffer (EINTR retried):
+ * the bytes the kernel took, or a negative errno (-EAGAIN when the socket
+ * is full). A SPAWN frame's write, without fs.writeSync's request object. */
+static napi_value write_fd(napi_env env, napi_callback_info info)
+{
+	size_t argc = 2, len = 0;
+	napi_value args[2];
+	int32_t fd;
+	void *data = NULL;
+	ssize_t n;
+
+	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 2
+	    || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0
+	    || napi_get_buffer_info(env, args[1], &data, &len) != 0)
+		return type_error(env, "write(fd, Buffer)");
+	if (len > INT32_MAX)
+		len = INT32_MAX;
+	do
+		n = write(fd, data, len);
+	while (n < 0 && errno == EINTR);
+	return int_value(env, n < 0 ? -errno : (int32_t)n);
+}
+
 static void export(napi_env env, napi_value exports, const char *name, napi_callback cb)
 {
 	napi_value fn;
@@ -1084,5 +1107,6 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "unwatch", unwatch);
 	export(env, exports, "refWatch", ref_watch);
 	export(env, exports, "shutdown", shutdown_fd);
+	export(env, exports, "write", write_fd);
 	return exports;
 }

@@ -116,7 +116,8 @@ test("the bundle's functions are strict mode code, as the ES modules' are", () =
 });
 
 test('a builtin patched around the import: spawnpool calls what the ES modules would', async () => {
-  // spawnpool writes its requests with fs.writeSync. An ES module's named
+  // Without the launch addon, spawnpool writes its requests with
+  // fs.writeSync (with it, the addon's write). An ES module's named
   // import of a builtin is bound to the builtin's namespace: the values of
   // the moment it was made (at the first import of that builtin) or of the
   // last syncBuiltinESMExports(). The bundle, loaded by the package's ES
@@ -146,7 +147,7 @@ test('a builtin patched around the import: spawnpool calls what the ES modules w
         ${steps.replace("import('node:fs')", "import('node:fs'); await import('node:diagnostics_channel')")}
         await new Promise((resolve) => sp.spawn('true').on('close', resolve));
         await sp.close();
-        console.log(JSON.stringify({ count, channels }));`, { env: { SPAWNPOOL_ADDON: '' } });
+        console.log(JSON.stringify({ count, channels }));`, { env: { SPAWNPOOL_ADDON: '0' } });
       (calls[name] ??= {})[label] = count;
       (calls[`${name} (diagnostics_channel.channel, a namespace import)`] ??= {})[label] = channels;
     }
