@@ -69,17 +69,19 @@ export class ChildProcess extends EventEmitter {
     this.spawnargs = session.request.argv;
     this._onSpawned = onSpawned;
     this._startedAt = now();
-    this.stdio = new Array(stdioLength).fill(null);
-    const [stdin, stdout, stderr] = session.streams;
-    for (const [fd, stream] of [[1, stdout], [2, stderr]]) {
-      if (stream === null) continue;
+    const streams = session.streams;
+    for (let fd = 1; fd <= 2; fd++) {
+      if (streams[fd] === null) continue;
       this._closesNeeded++;
-      stream.on('close', () => maybeClose(this));
+      streams[fd].on('close', () => maybeClose(this));
     }
-    this.stdin = stdin;
-    this.stdout = stdout;
-    this.stderr = stderr;
-    for (let fd = 0; fd < 3 && fd < stdioLength; fd++) this.stdio[fd] = session.streams[fd];
+    this.stdin = streams[0];
+    this.stdout = streams[1];
+    this.stderr = streams[2];
+    // Built by push: a packed array (new Array(n).fill() is a holey one, filled in C++).
+    const stdio = [];
+    for (let fd = 0; fd < stdioLength; fd++) stdio.push(fd < 3 ? streams[fd] : null);
+    this.stdio = stdio;
   }
 
   _spawned(pid) {
