@@ -30,7 +30,8 @@ static uint32_t from_epoll(uint32_t e)
 {
 	return (e & EPOLLIN ? LOOP_READABLE : 0) |
 	       (e & EPOLLOUT ? LOOP_WRITABLE : 0) |
-	       (e & (EPOLLHUP | EPOLLRDHUP | EPOLLERR) ? LOOP_HANGUP : 0);
+	       (e & (EPOLLHUP | EPOLLRDHUP | EPOLLERR) ? LOOP_HANGUP : 0) |
+	       ((e & (EPOLLHUP | EPOLLERR)) == EPOLLHUP ? LOOP_CLOSED : 0);
 }
 
 static int ctl(int op, int fd, uint32_t events, void *ptr)

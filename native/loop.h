@@ -20,6 +20,11 @@ enum {
 	/* Interest only: report once, then nothing until loop_mod re-arms it
 	 * (epoll's EPOLLONESHOT); the registration stays until the close. */
 	LOOP_ONCE = 16,
+	/* Readiness only, with LOOP_HANGUP: the peer is gone (closed, not just
+	 * shut down for writing) and no error is pending, so nothing can come
+	 * after what is queued now (epoll's EPOLLHUP without EPOLLERR; libuv's
+	 * POLLHUP, on which it takes a short read for the end). */
+	LOOP_CLOSED = 32,
 };
 
 /* One readiness report: the pointer given at registration, and its mask. */

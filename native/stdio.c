@@ -121,6 +121,7 @@ void stream_start(struct stream *s, struct child *c, int which, int fd,
 	s->which = (uint8_t)which;
 	s->readable = 0;
 	s->hup = 0;
+	s->gone = 0;
 	s->dropping = 0;
 	s->busy = 0;
 	s->queued = 0;
@@ -141,6 +142,8 @@ void stream_on_event(struct stream *s, uint32_t events)
 	 * EOF waits behind the data, and no further edge will announce it. */
 	if (events & LOOP_HANGUP)
 		s->hup = 1;
+	if (events & LOOP_CLOSED)
+		s->gone = 1;
 	ready_update(s);
 }
 
@@ -285,6 +288,11 @@ static void stream_end(struct stream *s, int err)
 	stream_close(s);
 }
 
+/* How a read left the stream: not known to be empty, emptied (a short
+ * read), or emptied by read(2) itself (whose short count, as libuv takes
+ * it, says all that was queued is read). */
+enum { DRAINED = 1, DRAINED_READ = 2 };
+
 /* One read of at most min(credit, 64 KiB), straight into the output
  * buffer, or spliced past it (see relay_splice). */
 static void stream_read_once(struct stream *s, int *drained);
@@ -373,7 +381,9 @@ static ssize_t relay_splice(struct stream *s, size_t want)
  * then the EOF right behind when the writer is gone. Node delivers what
  * one pipe holds before the bytes of a pipe that became readable later,
  * and a pipe's last bytes and its EOF in one go (libuv reports POLLHUP's
- * EOF after a short read), so neither may wait behind other streams. */
+ * EOF after a short read), so neither may wait behind other streams. As
+ * libuv does, a short read of a socket whose peer is closed is its end:
+ * no read(2) for the 0. */
 static void stream_read(struct stream *s)
 {
 	int drained = 0;
@@ -386,8 +396,12 @@ static void stream_read(struct stream *s)
 		    handover_fd >= 0 && stream_hand_over(s))
 			return;
 	}
-	if (drained && s->fd >= 0 && s->hup && s->credit > 0)
-		stream_read_once(s, &drained);
+	if (drained && s->fd >= 0 && s->hup && s->credit > 0) {
+		if (drained == DRAINED_READ && s->gone)
+			stream_end(s, 0);
+		else
+			stream_read_once(s, &drained);
+	}
 	ready_update(s);
 }
 
@@ -396,6 +410,7 @@ static void stream_read_once(struct stream *s, int *drained)
 	size_t want = s->credit < SPAWND_PIPE_CHUNK ? (size_t)s->credit
 						     : SPAWND_PIPE_CHUNK;
 	ssize_t n = relay_splice(s, want);
+	int copied = n == -2;   /* read(2), not splice(2), which stops at the relay pipe's room */
 
 	if (n == -2) {
 		uint8_t *dst = conn_reserve(SP_DATA_HDR + want);
@@ -422,7 +437,7 @@ static void stream_read_once(struct stream *s, int *drained)
 		 * (unless the writer has gone: then read on to EOF). */
 		if ((size_t)n < want && !left && !s->hup)
 			s->readable = 0;
-		*drained = (size_t)n < want && !left;
+		*drained = (size_t)n < want && !left ? (copied ? DRAINED_READ : DRAINED) : 0;
 	} else if (n == 0) {
 		stream_end(s, 0);
 	} else if (errno == EAGAIN) {

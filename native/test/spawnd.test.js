@@ -384,6 +384,34 @@ test('stdin still queued at reap: END fd 0 EPIPE before EXIT', async () => {
   assert.deepEqual(r.exit, [0, 0]);
 });
 
+test('output that ends as its writer exits: every byte, then END, at any window (a short read of a closed peer is its end)', async () => {
+  // seq's last bytes and its exit come together: the server takes a short
+  // read of a socket whose peer is closed for its EOF, as libuv does.
+  const expected = Array.from({ length: 60000 }, (_, i) => `${i + 1}\n`).join('');
+  for (const window of [65536, 4096, 1000, 7]) {
+    const id = shared.spawn(['seq', '1', '60000'], { window });
+    let out = '';
+    let ended = false;
+    let exited = false;
+    while (!ended || !exited) {
+      const f = await shared.frame((m) => m.id === id);
+      if (f.type === P.T.DATA) {
+        assert.ok(!ended, 'DATA after END');
+        out += f.data.toString();
+        shared.send(P.encodeCredit(id, 1, f.data.length));
+      } else if (f.type === P.T.END && f.fd === 1) {
+        assert.equal(f.errno, 0);
+        ended = true;
+      } else if (f.type === P.T.EXIT) {
+        assert.deepEqual([f.code, f.signal], [0, 0]);
+        exited = true;
+      }
+    }
+    assert.equal(out.length, expected.length, `window ${window}`);
+    assert.ok(out === expected, `window ${window}: the bytes differ`);
+  }
+});
+
 test('EXIT may precede the ENDs when a grandchild holds the pipes', async () => {
   const r = await shared.run(['sh', '-c', '(sleep 0.3; echo late) & echo early']);
   assert.equal(r.out.toString(), 'early\nlate\n');
