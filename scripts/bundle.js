@@ -141,7 +141,7 @@ async function makeBundle(esbuild, hash) {
     define: { 'import.meta.url': '__spawnpool_url' },
     banner: { js: "'use strict';\nconst __spawnpool_url = require('node:url').pathToFileURL(__filename).href;" },
   });
-  const text = fastNames(result.outputFiles[0].text);
+  const text = unwrapNames(result.outputFiles[0].text);
   // A default import read through the handed-over namespace would be the
   // namespace, not the module object: refused, whatever its spelling.
   const viaDefault = /\bimport_node_[\w$]+\.default\b/.exec(text);
@@ -157,20 +157,38 @@ async function makeBundle(esbuild, hash) {
   removeCaches((name) => !name.includes(`-${content}-`));
 }
 
-// keepNames wraps each named function in this helper, closures made per
-// call included, and defining `name` on a function takes it off V8's fast
-// properties: 1-2 µs per spawn for one such closure (docs/benchmarks.md,
-// "Eleventh pass"). Where the function already has the name asked for (it
-// was not renamed), defining it again would change nothing: skip that.
-const NAME_HELPER = 'var __name = (target, value) => __defProp(target, "name", { value, configurable: true });';
-const FAST_NAME_HELPER = 'var __name = (target, value) => target.name === value ? target : __defProp(target, "name", { value, configurable: true });';
+// keepNames wraps every named function in __name(fn, "name"), which
+// defines `name` on it: for a closure made per call (closeLater's
+// emitClose, made for each pipe of each spawn), a defineProperty per call
+// that also takes the function off V8's fast properties (1-2 µs each;
+// docs/benchmarks.md, "Eleventh pass"). Where the declaration's own name
+// is the one asked for, the wrapper is dropped: `const emitClose = () =>
+// {...}` names the function emitClose by itself, as in lib/. Only what
+// esbuild prints in the two shapes below is unwrapped (one line, or a body
+// indented deeper than the declaration up to its closing `}, "name");`);
+// anything else keeps its __name.
+const WRAPPED = /^( *)(?:const|let|var) ([\w$]+) = \/\* @__PURE__ \*\/ __name\(/;
 
-function fastNames(text) {
-  const at = text.indexOf(NAME_HELPER);
-  if (at === -1 || text.indexOf(NAME_HELPER, at + 1) !== -1) {
-    throw new BundleError("esbuild's keepNames helper (__name) is not the one scripts/bundle.js knows: update NAME_HELPER");
+function unwrapNames(text) {
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const m = WRAPPED.exec(lines[i]);
+    if (m === null) continue;
+    const [head, indent, name] = m;
+    const tail = `, ${JSON.stringify(name)});`;
+    const open = lines[i].slice(0, head.length - '/* @__PURE__ */ __name('.length);
+    if (lines[i].endsWith(tail)) {
+      lines[i] = `${open}${lines[i].slice(head.length, -tail.length)};`;
+      continue;
+    }
+    const close = `${indent}}${tail}`;
+    let j = i + 1;
+    while (j < lines.length && lines[j] !== close && (lines[j] === '' || lines[j].startsWith(`${indent} `))) j++;
+    if (lines[j] !== close) continue;
+    lines[i] = `${open}${lines[i].slice(head.length)}`;
+    lines[j] = `${indent}};`;
   }
-  return text.replace(NAME_HELPER, FAST_NAME_HELPER);
+  return lines.join('\n');
 }
 
 /** Removes dist/'s code caches whose name `which` accepts (all by default). */

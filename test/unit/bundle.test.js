@@ -96,15 +96,33 @@ test('the bundle is made from lib/ as it is (npm test makes it first)', () => {
   assert.equal(r.status, 0, r.stdout + r.stderr);
 });
 
-test("keepNames' helper leaves a function whose name is already right alone (no defineProperty per closure)", () => {
+test("no closure made per call is renamed at each call: keepNames' __name only where the declaration names it otherwise", () => {
   const text = readFileSync(join(ROOT, 'dist/spawnpool.cjs'), 'utf8');
-  const helpers = text.match(/^var __name = .*$/gm);
-  assert.deepEqual(helpers, [
-    'var __name = (target, value) => target.name === value ? target : __defProp(target, "name", { value, configurable: true });',
-  ]);
-  // What the helper is for still holds: esbuild renamed spawn (spawn2), the name is spawn.
-  assert.match(text, /function spawn2\(/);
+  // `const f = __name(() => ..., "f")` defines name on every closure made;
+  // the bundle drops the wrapper where the declaration gives that name.
+  const wrapped = [...text.matchAll(/^ *(?:const|let|var) ([\w$]+) = \/\* @__PURE__ \*\/ __name\([^]*?, "([\w$]+)"\);$/gm)]
+    .filter(([, binding, name]) => binding === name);
+  assert.deepEqual(wrapped.map(([, name]) => name), []);
+  assert.match(text, /^ {2}const emitClose = \(\) => \{$/m);
+  // Where esbuild renamed (spawn2), the wrapper stays, and the name is the source's.
+  assert.match(text, /__name\(function spawn2\(/);
   assert.equal(pkg.spawn.name, 'spawn');
+});
+
+test('closures keep the names lib/ gives them: a stack trace through the bundle names emitClose', () => {
+  const { stack } = runModule(`
+    const { api } = (await import('node:module')).createRequire(${JSON.stringify(join(ROOT, 'package.json'))})('./lib/load.cjs').load();
+    const child = api.spawn('echo', ['hi']);
+    child.stdout.resume();
+    const stack = await new Promise((resolve) => {
+      const emit = child.stdout.emit;
+      child.stdout.emit = function (event, ...args) {
+        if (event === 'close') resolve(new Error().stack);
+        return emit.call(this, event, ...args);
+      };
+    });
+    console.log(JSON.stringify({ stack }));`);
+  assert.match(stack, /\n {4}at emitClose \(.*dist\/spawnpool\.cjs:/);
 });
 
 test("the bundle's functions are strict mode code, as the ES modules' are", () => {
