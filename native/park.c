@@ -68,6 +68,7 @@ struct slot {
 	uint8_t state;
 	uint8_t leader;                 /* parked as a session leader (setsid) */
 	uint8_t announced;              /* its pid went out on the feed */
+	uint8_t watched;                /* on the pending list (scan) */
 	int ready;                      /* the child has set itself up */
 	int go;                         /* futex: 0 wait, 1 plan ready, -1 exit */
 	int unshared;                   /* the child has its own fd table */
@@ -92,6 +93,11 @@ static uint32_t target_leaders; /* and session leaders, for detached spawns */
 static uint32_t n_parked, n_leaders;
 static struct slot **slots;
 static size_t n_slots;
+/* The slots scan() has to look at: parked but not yet announced, woken
+ * but not yet gone from our memory. Room for every slot (grown with
+ * slots), so adding to it cannot fail. */
+static struct slot **pending;
+static size_t n_pending;
 static long long retry_at;      /* ms: no clone before this after a failure */
 static uint8_t *feed_out;       /* announcements the feed has not taken yet */
 static size_t feed_len, feed_cap;
@@ -260,6 +266,15 @@ static uint32_t *count_of(const struct slot *s)
 	return s->leader ? &n_leaders : &n_parked;
 }
 
+/* scan() will look at s until it needs nothing more (see pending). */
+static void watch_slot(struct slot *s)
+{
+	if (!s->watched) {
+		s->watched = 1;
+		pending[n_pending++] = s;
+	}
+}
+
 static struct slot *slot_new(void)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -269,6 +284,9 @@ static struct slot *slot_new(void)
 	if (!(grown = realloc(slots, (n_slots + 1) * sizeof(*slots))))
 		return NULL;
 	slots = grown;
+	if (!(grown = realloc(pending, (n_slots + 1) * sizeof(*pending))))
+		return NULL;
+	pending = grown;
 	if (!(s = calloc(1, sizeof(*s))))
 		return NULL;
 	stack = mmap(NULL, SPAWND_STACK + (size_t)page, PROT_READ | PROT_WRITE,
@@ -337,6 +355,7 @@ static int park_one(int leader)
 		return -err;
 	s->pid = pid;
 	s->state = PARKED;
+	watch_slot(s);
 	(*count_of(s))++;
 	if ((r = loop_add(s->pidfd, LOOP_READABLE, &s->w)) < 0) {
 		/* Not watched: kill and reap it here, it was never announced. */
@@ -411,6 +430,7 @@ void park_go(void *claimed)
 	struct slot *s = claimed;
 
 	s->state = WOKEN;
+	watch_slot(s);
 	__atomic_store_n(&s->go, 1, __ATOMIC_RELEASE);
 	if (syscall(SYS_futex, &s->go, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) < 0)
 		DBG("futex wake: %s", strerror(errno));
@@ -428,11 +448,14 @@ void park_cancel(void *claimed)
 }
 
 /* Closes the stdio ends woken children have copied; frees the memory of
- * those that left it; queues the pids of children now ready. */
+ * those that left it; queues the pids of children now ready. Looks only
+ * at the pending slots: the others wait for nothing. */
 static void scan(void)
 {
-	for (size_t i = 0; i < n_slots; i++) {
-		struct slot *s = slots[i];
+	size_t keep = 0;
+
+	for (size_t i = 0; i < n_pending; i++) {
+		struct slot *s = pending[i];
 		int left = __atomic_load_n(&s->ctid, __ATOMIC_ACQUIRE) == 0;
 
 		if (s->state == PARKED && !s->announced &&
@@ -450,7 +473,13 @@ static void scan(void)
 			plan_mem_trim(&s->mem);
 			s->state = FREE;
 		}
+		if ((s->state == PARKED && !s->announced) || s->state == WOKEN ||
+		    s->state == LEAVING)
+			pending[keep++] = s;
+		else
+			s->watched = 0;
 	}
+	n_pending = keep;
 	feed_flush();
 }
 
