@@ -21,8 +21,8 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const require = createRequire(import.meta.url);
 
 /** Runs `code` as an ES module in a fresh Node; returns its parsed last stdout line. */
-function runModule(code, { cwd = ROOT, env = {} } = {}) {
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+function runModule(code, { cwd = ROOT, env = {}, node = [] } = {}) {
+  const r = spawnSync(process.execPath, [...node, '--input-type=module', '-e', code], {
     cwd, encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env },
   });
   assert.equal(r.status, 0, `exit ${r.status ?? r.signal}: ${r.stderr}`);
@@ -104,9 +104,32 @@ test("no closure made per call is renamed at each call: keepNames' __name only w
     .filter(([, binding, name]) => binding === name);
   assert.deepEqual(wrapped.map(([, name]) => name), []);
   assert.match(text, /^ {2}const emitClose = \(\) => \{$/m);
+  // Nor is a class named by a define (its constructor would never be
+  // optimized), nor a function declaration that has its name already.
+  assert.deepEqual(text.match(/__name\(this, "[\w$]+"\)/g), null);
+  assert.deepEqual([...text.matchAll(/^ *__name\(([\w$]+), "([\w$]+)"\);$/gm)].filter(([, a, b]) => a === b), []);
+  for (const name of ['ChildProcess', 'Session', 'Server', 'ChildReadable', 'ChildWritable', 'Decoder']) {
+    assert.match(text, new RegExp(`^var ${name} = class\\b`, 'm'), name);
+  }
   // Where esbuild renamed (spawn2), the wrapper stays, and the name is the source's.
   assert.match(text, /__name\(function spawn2\(/);
   assert.equal(pkg.spawn.name, 'spawn');
+});
+
+test("the bundle's classes are their own names, and ChildProcess's constructor gets optimized", () => {
+  const { names, optimized } = runModule(`
+    const { api } = (await import('node:module')).createRequire(${JSON.stringify(join(ROOT, 'package.json'))})('./lib/load.cjs').load();
+    const { ChildProcess } = api;
+    const names = [ChildProcess.name, Object.getOwnPropertyDescriptor(ChildProcess, 'name')];
+    %PrepareFunctionForOptimization(ChildProcess);
+    new ChildProcess(); new ChildProcess();
+    %OptimizeFunctionOnNextCall(ChildProcess);
+    new ChildProcess();
+    // Bit 4 of %GetOptimizationStatus: optimized by TurboFan.
+    console.log(JSON.stringify({ names, optimized: (%GetOptimizationStatus(ChildProcess) & 16) !== 0 }));`,
+  { node: ['--allow-natives-syntax'] });
+  assert.deepEqual(names, ['ChildProcess', { value: 'ChildProcess', writable: false, enumerable: false, configurable: true }]);
+  assert.equal(optimized, true);
 });
 
 test('closures keep the names lib/ gives them: a stack trace through the bundle names emitClose', () => {
