@@ -85,7 +85,13 @@ export function parseConfig(argv) {
       eldSeconds: quick ? 2 : 4,
       rate: 1000,
       concurrency: 64,
-      warmup: quick ? 100 : 500,
+      // Untimed spawns before each raw-throughput run, at its concurrency,
+      // and seconds of the event-loop run's own load before it is timed:
+      // as the HTTP runs' warm-up, so that V8 has settled (docs/benchmarks.md,
+      // "Eleventh pass": with 500 at 8 in flight, TurboFan was still
+      // compiling spawnpool's hot paths through the timed 3 s).
+      warmup: quick ? 100 : 3000,
+      eldWarmupSeconds: quick ? 0.5 : 2,
       heaps: quick ? [50, 1024] : [50, 2048, 4096],
       coldStarts: quick ? 3 : 7,
     },

@@ -65,7 +65,7 @@ export async function runMicro({ benchDir, config, builds, env, progress, trueBi
   // round, each measuring node:child_process, spawnpool and the floor in turn.
   for (let round = 0; round < m.rounds; round++) {
     progress.status(`micro · event-loop delay at ${m.rate} spawns/s (${m.eldSeconds}s each) ${round + 1}/${m.rounds}`);
-    const e = await attempt('event-loop', () => nodeScript(benchDir, 'event-loop.js', ['--seconds', String(m.eldSeconds), '--rate', String(m.rate), '--file', trueBin], env, 90_000));
+    const e = await attempt('event-loop', () => nodeScript(benchDir, 'event-loop.js', ['--seconds', String(m.eldSeconds), '--warmup-seconds', String(m.eldWarmupSeconds ?? 2), '--rate', String(m.rate), '--file', trueBin], env, 90_000));
     if (e) out.eld.push(e);
   }
   // The heap sizes in turn, once per round: a single 3 s run moved the

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { NOT_NATIVE, errorText, flags, loadImpl, spawnOnce } from './common.js';
 import { percentile } from '../lib/stats.js';
 
-const opt = flags({ impls: 'node,spawnpool', seconds: 4, rate: 1000, file: '/bin/true', load: '' });
+const opt = flags({ impls: 'node,spawnpool', seconds: 4, rate: 1000, file: '/bin/true', load: '', 'warmup-seconds': 2 });
 
 function run(spawn, seconds, rate) {
   return new Promise((resolve) => {
@@ -106,7 +106,8 @@ for (const name of opt.impls.split(',')) {
     out.results.push({ impl: name, unavailable: impl.unavailable });
     continue;
   }
-  await run(impl.spawn, 0.3, 200); // warm up (pool start, code paths)
+  // Warm up at the timed load (the pool's start, V8's compiling of the hot paths).
+  await run(impl.spawn, opt['warmup-seconds'], opt.rate);
   if (impl.lib?.stats?.().available === false) {
     out.results.push({ impl: name, unavailable: NOT_NATIVE });
     continue;

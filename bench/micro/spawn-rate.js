@@ -56,7 +56,8 @@ for (const name of opt.impls.split(',')) {
     out.results.push({ impl: name, unavailable: impl.unavailable });
     continue;
   }
-  await measure(impl.spawn, 20, Math.min(8, opt.concurrency), opt.warmup);
+  // The warm-up: `warmup` spawns at the timed run's concurrency (the same code paths).
+  await measure(impl.spawn, 60, opt.concurrency, opt.warmup);
   if (impl.lib?.stats?.().available === false) {
     out.results.push({ impl: name, unavailable: NOT_NATIVE });
     continue;
