@@ -116,6 +116,62 @@ test("no closure made per call is renamed at each call: keepNames' __name only w
   assert.equal(pkg.spawn.name, 'spawn');
 });
 
+test('unwrapNames: only where the code names itself, and the names come out the same', async () => {
+  const { unwrapNames } = await import('../../scripts/unwrap-names.js');
+  const source = [
+    'var __name = (target, value) => Object.defineProperty(target, "name", { value, configurable: true });',
+    'const out = {};',
+    'const one = /* @__PURE__ */ __name(() => 1, "one");',
+    'const many = /* @__PURE__ */ __name(async (a) => {',
+    '  await a;',
+    '}, "many");',
+    // esbuild's renaming of a named function expression: the name it asks for is not the expression's.
+    'const foo = /* @__PURE__ */ __name(function foo2(x) {',
+    '  return x;',
+    '}, "foo");',
+    'var f2 = /* @__PURE__ */ __name(() => 1, "f"), f3 = /* @__PURE__ */ __name(() => 2, "f2");',
+    'const gen = /* @__PURE__ */ __name(function* () {',
+    '  yield 1;',
+    '}, "gen");',
+    'var Plain = class {',
+    '  static {',
+    '    __name(this, "Plain");',
+    '  }',
+    '};',
+    'var Renamed2 = class {',
+    '  static {',
+    '    __name(this, "Renamed");',
+    '  }',
+    '};',
+    'var Own = class Own extends Plain {',
+    '  static {',
+    '    __name(this, "Own");',
+    '  }',
+    '};',
+    'function declared() {',
+    '}',
+    '__name(declared, "declared");',
+    'async function declared2() {',
+    '}',
+    '__name(declared2, "declaredAsync");',
+    'Object.assign(out, { one, many, foo, f2, f3, gen, Plain, Renamed2, Own, declared, declared2 });',
+    'return out;',
+  ].join('\n');
+  const unwrapped = unwrapNames(source);
+  const names = (text) => Object.fromEntries(Object.entries(new Function(text)()).map(([k, v]) => [k, v.name]));
+  assert.deepEqual(names(unwrapped), names(source));
+  assert.deepEqual(names(source), {
+    one: 'one', many: 'many', foo: 'foo', f2: 'f', f3: 'f2', gen: 'gen', Plain: 'Plain', Renamed2: 'Renamed', Own: 'Own',
+    declared: 'declared', declared2: 'declaredAsync',
+  });
+  // Dropped where the code names itself; kept where esbuild renamed.
+  // Kept: foo2's, the two on f2's line, Renamed2's and declared2's.
+  assert.equal((unwrapped.match(/__name\(/g) ?? []).length, 5);
+  assert.match(unwrapped, /^const one = \(\) => 1;$/m);
+  assert.match(unwrapped, /^const many = async \(a\) => \{$/m);
+  assert.match(unwrapped, /__name\(function foo2\(x\)/);
+});
+
 test("the bundle's classes are their own names, and ChildProcess's constructor gets optimized", () => {
   const { names, optimized } = runModule(`
     const { api } = (await import('node:module')).createRequire(${JSON.stringify(join(ROOT, 'package.json'))})('./lib/load.cjs').load();
