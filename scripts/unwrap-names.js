@@ -28,7 +28,7 @@ export function unwrapNames(text) {
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
     const declared = DECLARED.exec(lines[i]);
-    if (declared !== null && declared[1] === declared[2] && /^ *function\*? /.test(findDeclaration(lines, i, declared[1]))) {
+    if (declared !== null && declared[1] === declared[2] && declaresFunction(lines, i, declared[1])) {
       lines[i] = null;
       continue;
     }
@@ -62,11 +62,11 @@ export function unwrapNames(text) {
   return lines.filter((line) => line !== null).join('\n');
 }
 
-/** The line that declares function `name` above line `at` (esbuild puts __name right after the declaration's body). */
-function findDeclaration(lines, at, name) {
+/** Whether a line above line `at` declares function `name` (esbuild puts __name right after the declaration's body). */
+function declaresFunction(lines, at, name) {
   const head = new RegExp(`^ *(?:async )?function\\*? ${name.replace(/\$/g, '\\$')}\\(`);
   for (let i = at - 1; i >= 0; i--) {
-    if (lines[i] !== null && head.test(lines[i])) return lines[i].replace(/^( *)async /, '$1');
+    if (lines[i] !== null && head.test(lines[i])) return true;
   }
-  return '';
+  return false;
 }

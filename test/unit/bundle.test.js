@@ -174,8 +174,7 @@ test('unwrapNames: only where the code names itself, and the names come out the 
 
 test("the bundle's classes are their own names, and ChildProcess's constructor gets optimized", () => {
   const { names, optimized } = runModule(`
-    const { api } = (await import('node:module')).createRequire(${JSON.stringify(join(ROOT, 'package.json'))})('./lib/load.cjs').load();
-    const { ChildProcess } = api;
+    const { ChildProcess } = await import('spawnpool');
     const names = [ChildProcess.name, Object.getOwnPropertyDescriptor(ChildProcess, 'name')];
     %PrepareFunctionForOptimization(ChildProcess);
     new ChildProcess(); new ChildProcess();
@@ -190,8 +189,8 @@ test("the bundle's classes are their own names, and ChildProcess's constructor g
 
 test('closures keep the names lib/ gives them: a stack trace through the bundle names emitClose', () => {
   const { stack } = runModule(`
-    const { api } = (await import('node:module')).createRequire(${JSON.stringify(join(ROOT, 'package.json'))})('./lib/load.cjs').load();
-    const child = api.spawn('echo', ['hi']);
+    const { spawn } = await import('spawnpool');
+    const child = spawn('echo', ['hi']);
     child.stdout.resume();
     const stack = await new Promise((resolve) => {
       const emit = child.stdout.emit;
