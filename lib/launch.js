@@ -132,6 +132,64 @@ class WatchedSocket extends EventEmitter {
 }
 
 /**
+ * A child's pipe handed over by its server (docs/protocol.md, "Handover"),
+ * read by the addon's watchPipe as libuv reads a pipe of Node's: each read
+ * (at most 64 KiB, up to 32 in a row) goes to `onData` as a Buffer of its
+ * own, in a callback of its own; the EOF (0) or a read error (an errno)
+ * to `onEnd`, once. What a net.Socket over the fd would cost Node's main
+ * thread per spawn (the socket, its handle, its stream state) is more than
+ * relaying two chunks costs the server. pause() and resume() stop and
+ * restart the reads, as readStop/readStart do; destroy() closes the fd.
+ */
+class PipeReader {
+  constructor(fd, onData, onEnd) {
+    this.paused = false;
+    this.destroyed = false;
+    this.watch = addon.watchPipe(fd, (r, n) => {
+      if (typeof r === 'number') onEnd(r === 0 ? 0 : -r);
+      else onData(n === r.length ? r : r.subarray(0, n));
+    });
+  }
+
+  pause() {
+    if (this.paused || this.destroyed) return;
+    this.paused = true;
+    addon.pauseWatch(this.watch, true);
+  }
+
+  resume() {
+    if (!this.paused || this.destroyed) return;
+    this.paused = false;
+    addon.pauseWatch(this.watch, false);
+  }
+
+  ref() {
+    if (!this.destroyed) addon.refWatch(this.watch, true);
+  }
+
+  unref() {
+    if (!this.destroyed) addon.refWatch(this.watch, false);
+  }
+
+  destroy() {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    addon.unwatch(this.watch);
+  }
+}
+
+/**
+ * A PipeReader on `fd` (which it then owns), or null where the addon cannot
+ * read it (not built with watchPipe, a worker thread, a libuv it does not
+ * know): then a net.Socket reads it.
+ */
+export function readPipe(fd, onData, onEnd) {
+  if (typeof addon?.watchPipe !== 'function') return null;
+  const reader = new PipeReader(fd, onData, onEnd);
+  return typeof reader.watch === 'number' ? null : reader;
+}
+
+/**
  * A WatchedSocket on `fd` (which it then owns, and closes at destroy()),
  * or null where the addon cannot watch it (an addon built before watch(),
  * a libuv it does not know): then read it with a net.Socket.

@@ -11,6 +11,7 @@ import { Socket } from 'node:net';
 import { STDIN_WINDOW } from './protocol.js';
 import { errnoError } from './errors.js';
 import { closePhase } from './delivery.js';
+import { readPipe } from './launch.js';
 import { constants } from 'node:os';
 
 const { EPIPE } = constants.errno;
@@ -32,8 +33,8 @@ function closeLater(stream, err, before) {
  * a server out of credit means we owe it the whole window.
  *
  * A busy stream may be handed over (HANDED, docs/protocol.md): from then
- * on its bytes come from the child's pipe itself, read by a net.Socket of
- * ours as node:child_process reads it, paused while this stream is full.
+ * on its bytes come from the child's pipe itself, read as
+ * node:child_process reads it, paused while this stream is full.
  */
 export class ChildReadable extends Readable {
   constructor(session, fd, window) {
@@ -75,24 +76,31 @@ export class ChildReadable extends Readable {
       pipe.destroy();
       return;
     }
-    pipe.removeAllListeners('data');
+    if (pipe instanceof Socket) pipe.removeAllListeners('data');
     pipe.pause();
     setTimeout(() => pipe.destroy(), DROP_LINGER_MS).unref();
   }
 
   /**
    * HANDED: `fd` is the pipe's end; its reads are this stream's from now
-   * on. Throws (the fd not taken) if it cannot be opened.
+   * on, paused while it is full. Read by the addon where it can
+   * (lib/launch.js, readPipe), else by a net.Socket. Throws (the fd not
+   * taken) if it cannot be opened.
    */
   _handover(fd) {
-    const pipe = new Socket({ fd, readable: true, writable: false });
+    const onData = (chunk) => {
+      if (!this.push(chunk)) pipe.pause();
+    };
+    const onEnd = (errno) => this._session.onEnd(this._fd, errno);
+    let pipe = readPipe(fd, onData, onEnd);
+    if (pipe === null) {
+      pipe = new Socket({ fd, readable: true, writable: false });
+      pipe.on('data', onData);
+      pipe.on('end', () => onEnd(0));
+      pipe.on('error', (err) => onEnd(-err.errno || constants.errno.EIO));
+    }
     this._direct = pipe;
     if (!this._session.pipeRefed[this._fd]) pipe.unref();
-    pipe.on('data', (chunk) => {
-      if (!this.push(chunk)) pipe.pause();
-    });
-    pipe.on('end', () => this._session.onEnd(this._fd, 0));
-    pipe.on('error', (err) => this._session.onEnd(this._fd, -err.errno || constants.errno.EIO));
   }
 
   _grant() {

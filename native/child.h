@@ -26,7 +26,6 @@ struct stream {
 	uint8_t busy;           /* the last read filled a whole chunk: splice */
 	uint8_t handover;       /* the client takes it over when busy (HANDED) */
 	uint64_t relayed;       /* bytes read so far */
-	uint64_t hand_at;       /* handed over once this many are relayed */
 	int fd;                 /* -1: not a pipe, or closed after its END */
 	uint64_t credit;        /* bytes the client still accepts */
 	struct child *c;

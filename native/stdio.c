@@ -110,13 +110,6 @@ void stream_start(struct stream *s, struct child *c, int which, int fd,
 {
 	s->handover = handover && handover_fd >= 0;
 	s->relayed = 0;
-	/* A handover costs the client more than relaying 2 or 3 chunks costs
-	 * the server (docs/benchmarks.md): short outputs stay relayed. It
-	 * comes before the credit can run out, so a bulk stream is never held
-	 * back while the child's other stream goes on. */
-	s->hand_at = window >= 4 * SPAWND_PIPE_CHUNK ? 3 * SPAWND_PIPE_CHUNK
-		   : window > 2 * SPAWND_PIPE_CHUNK ? window - SPAWND_PIPE_CHUNK
-		   : SPAWND_PIPE_CHUNK;
 	s->w.kind = W_OUT;
 	s->which = (uint8_t)which;
 	s->readable = 0;
@@ -393,8 +386,12 @@ static void stream_read(struct stream *s)
 	for (int i = 0; i < SPAWND_READS_IN_A_ROW && !drained && s->fd >= 0 && s->readable &&
 	     s->credit > 0 && (i == 0 || conn_pipe_room()); i++) {
 		stream_read_once(s, &drained);
-		/* Bulk output, more likely to follow: the client reads it. */
-		if (s->fd >= 0 && s->busy && s->relayed >= s->hand_at && s->handover &&
+		/* Bulk output, more likely to follow: the client reads it. What
+		 * fits in one chunk stays relayed (a handover costs the client
+		 * more than that chunk costs us); after the first full chunk the
+		 * client's reads of the pipe cost less than our relay
+		 * (docs/benchmarks.md, "Twelfth pass"). */
+		if (s->fd >= 0 && s->busy && s->relayed >= SPAWND_PIPE_CHUNK && s->handover &&
 		    handover_fd >= 0 && stream_hand_over(s))
 			return;
 	}

@@ -43,6 +43,17 @@
  *   unwatch(watch)               stops the watch and closes its fd; again
  *                                is a no-op.
  *   refWatch(watch, ref)         whether the watch keeps the loop alive.
+ *   watchPipe(fd, callback)      reads fd (a child's pipe, handed over
+ *                                by its server) as libuv reads a pipe of
+ *                                Node's: up to 32 reads of 64 KiB in a
+ *                                row, each its own callback(buffer, n)
+ *                                (the read is buffer's first n bytes),
+ *                                callback(0) at EOF, callback(-errno) on
+ *                                an error (the watch then stops).
+ *                                Returns the watch (which unwatch and
+ *                                refWatch take too) or -errno, as watch
+ *                                does.
+ *   pauseWatch(watch, paused)    stops or resumes a watch's reads.
  *   shutdown(fd)                 shutdown(fd, SHUT_WR): 0 or -errno.
  *   envBlock()                   the last envState() snapshot's strings
  *                                encoded as a SPAWN carries them, or -1
@@ -112,6 +123,7 @@ typedef struct napi_async_context__ *napi_async_context;
 typedef void (*napi_finalize)(napi_env, void *, void *);
 napi_status napi_get_buffer_info(napi_env, napi_value, void **, size_t *);
 napi_status napi_create_buffer(napi_env, size_t, void **, napi_value *);
+napi_status napi_create_buffer_copy(napi_env, size_t, const void *, void **, napi_value *);
 napi_status napi_create_reference(napi_env, napi_value, uint32_t, napi_ref *);
 napi_status napi_delete_reference(napi_env, napi_ref);
 napi_status napi_get_reference_value(napi_env, napi_ref, napi_value *);
@@ -850,12 +862,15 @@ static int uv_found(void)
 struct watch {
 	napi_env env;
 	napi_ref callback;
-	napi_ref buffer;                /* keeps `data` alive */
+	napi_ref buffer;                /* keeps `data` alive (not a pipe's) */
 	napi_async_context context;
-	char *data;
+	char *data;                     /* NULL for a pipe (pipe_read) */
 	size_t size;
 	int fd;
 	bool closed;
+	bool pipe;                      /* watchPipe's: each read delivered as a Buffer of its own */
+	bool paused;                    /* pauseWatch: no reads until resumed */
+	bool ended;                     /* EOF or an error delivered: the poll is stopped for good */
 	int refs;                       /* the handle's (until its close callback) and the external's */
 	_Alignas(max_align_t) unsigned char handle[];
 };
@@ -886,22 +901,29 @@ static void watch_finalize(napi_env env, void *data, void *hint)
  * napi_make_callback wants an object) as a libuv callback of Node's
  * would: a callback scope, so that the next tick queue and the promise
  * reactions run after it; an exception it throws is an uncaught one. */
-static void watch_deliver(struct watch *w, int32_t n)
+static void watch_call(struct watch *w, size_t argc, const napi_value *args)
 {
 	napi_env env = w->env;
-	napi_handle_scope scope;
-	napi_value fn, recv, arg, err;
+	napi_value fn, recv, err;
 	bool pending = false;
 
-	if (napi_open_handle_scope(env, &scope) != 0)
-		return;
 	if (napi_get_reference_value(env, w->callback, &fn) == 0 && fn != NULL && napi_get_global(env, &recv) == 0
-	    && napi_create_int32(env, n, &arg) == 0
-	    && napi_make_callback(env, w->context, recv, fn, 1, &arg, NULL) != 0
+	    && napi_make_callback(env, w->context, recv, fn, argc, args, NULL) != 0
 	    && napi_is_exception_pending(env, &pending) == 0 && pending
 	    && napi_get_and_clear_last_exception(env, &err) == 0)
 		napi_fatal_exception(env, err);
-	napi_close_handle_scope(env, scope);
+}
+
+static void watch_deliver(struct watch *w, int32_t n)
+{
+	napi_handle_scope scope;
+	napi_value arg;
+
+	if (napi_open_handle_scope(w->env, &scope) != 0)
+		return;
+	if (napi_create_int32(w->env, n, &arg) == 0)
+		watch_call(w, 1, &arg);
+	napi_close_handle_scope(w->env, scope);
 }
 
 /* libuv reports an EPOLLERR as status UV_EBADF, and stops the handle
@@ -939,6 +961,97 @@ static void on_readable(void *handle, int status, int events)
 	}
 }
 
+/* A handed-over pipe, read as libuv reads a pipe of Node's (uv__read):
+ * up to 32 reads in a row while each fills the buffer, each delivered
+ * as its own callback; a short read ends the round, unless the writer
+ * has gone (UV_DISCONNECT), where libuv reads the EOF at once too. The
+ * callback may pause or unwatch between two reads. The EOF and an error
+ * stop the watch for good. */
+enum { PIPE_READ = 64 * 1024, PIPE_READS_IN_A_ROW = 32, PIPE_COPY_BELOW = PIPE_READ / 2 };
+
+/* The Buffer the next read goes into (main thread only: watch_new
+ * refuses the others). A read of PIPE_COPY_BELOW bytes or more is
+ * delivered in it, as (buffer, n), and the next read gets a new one;
+ * a shorter one is copied into a Buffer of its size, and this one is
+ * kept: Node reads into a new buffer too, then shrinks it to the read.
+ * Reading into it saves copying 64 KiB per read. */
+static napi_ref spare;
+static char *spare_data;
+
+static int pipe_read(struct watch *w, ssize_t *n, int *err)
+{
+	napi_env env = w->env;
+	napi_handle_scope scope;
+	napi_value buf = NULL, args[2];
+	void *data = NULL;
+
+	if (napi_open_handle_scope(env, &scope) != 0)
+		return -1;
+	if (spare != NULL && (napi_get_reference_value(env, spare, &buf) != 0 || buf == NULL)) {
+		napi_delete_reference(env, spare);
+		spare = NULL;
+	}
+	if (spare == NULL) {
+		if (napi_create_buffer(env, PIPE_READ, &data, &buf) != 0
+		    || napi_create_reference(env, buf, 1, &spare) != 0) {
+			napi_close_handle_scope(env, scope);
+			spare = NULL;
+			*n = -1;
+			*err = ENOMEM;
+			return 0;
+		}
+		spare_data = data;
+	}
+	do
+		*n = read(w->fd, spare_data, PIPE_READ);
+	while (*n < 0 && errno == EINTR);
+	*err = errno;
+	if (*n > 0) {
+		bool whole = *n >= PIPE_COPY_BELOW;
+
+		if (whole) {
+			napi_delete_reference(env, spare);
+			spare = NULL;
+		}
+		if ((whole || napi_create_buffer_copy(env, (size_t)*n, spare_data, NULL, &buf) == 0)
+		    && napi_create_int32(env, (int32_t)*n, &args[1]) == 0) {
+			args[0] = buf;
+			watch_call(w, 2, args);
+		}
+	}
+	napi_close_handle_scope(env, scope);
+	return 0;
+}
+
+static void on_pipe_readable(void *handle, int status, int events)
+{
+	struct watch *w = WATCH_OF(handle);
+	bool stopped = status < 0;      /* EPOLLERR: libuv stopped the handle */
+	ssize_t n;
+	int err;
+
+	for (int i = 0; i < PIPE_READS_IN_A_ROW && !w->closed && !w->paused; i++) {
+		if (pipe_read(w, &n, &err) < 0)
+			return;
+		if (n > 0) {
+			if (n == PIPE_READ || stopped || (events & UV_DISCONNECT_EVENT))
+				continue;
+			return;
+		}
+		if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK))
+			break;
+		if (!stopped)
+			uv.poll_stop(w->handle);
+		w->ended = true;
+		watch_deliver(w, n < 0 ? -err : 0);
+		return;
+	}
+	if (stopped && !w->closed && !w->paused && (err = uv.poll_start(w->handle, WATCH_EVENTS, on_pipe_readable)) < 0) {
+		w->ended = true;
+		watch_deliver(w, err);
+	}
+}
+
 static struct watch *watch_arg(napi_env env, napi_value v)
 {
 	void *p = NULL;
@@ -950,20 +1063,16 @@ static struct watch *watch_arg(napi_env env, napi_value v)
 	return p;
 }
 
-static napi_value watch(napi_env env, napi_callback_info info)
+/* A new watch on fd (reads into data, or a pipe's into the shared
+ * buffer), started; or -errno as a JS number, the fd left to the caller. */
+static napi_value watch_new(napi_env env, int32_t fd, napi_value buffer, void *data, size_t size, napi_value callback)
 {
-	size_t argc = 3, size = 0;
-	napi_value args[3], name, out = NULL;
+	napi_value name, out = NULL;
 	struct uv_loop_s *loop = NULL;
 	struct watch *w;
-	void *data = NULL;
-	int32_t fd;
+	bool pipe = buffer == NULL;
 	int r;
 
-	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 3
-	    || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0
-	    || napi_get_buffer_info(env, args[1], &data, &size) != 0 || size == 0 || size > INT32_MAX)
-		return type_error(env, "watch(fd, buffer, callback)");
 	/* The main thread's loop only: a worker's would be closed at its
 	 * exit with this handle still open, which aborts the process. */
 	if (syscall(SYS_gettid) != getpid() || !uv_found() || napi_get_uv_event_loop(env, &loop) != 0 || loop == NULL)
@@ -976,19 +1085,20 @@ static napi_value watch(napi_env env, napi_callback_info info)
 	w->fd = fd;
 	w->data = data;
 	w->size = size;
+	w->pipe = pipe;
 	if ((r = uv.poll_init(loop, w->handle, fd)) < 0) {
 		free(w);
 		return int_value(env, r);
 	}
-	if (napi_create_reference(env, args[2], 1, &w->callback) != 0
-	    || napi_create_reference(env, args[1], 1, &w->buffer) != 0
-	    || napi_create_string_utf8(env, "SPAWNPOOL_SERVER", NAPI_AUTO_LENGTH, &name) != 0
+	if (napi_create_reference(env, callback, 1, &w->callback) != 0
+	    || (!pipe && napi_create_reference(env, buffer, 1, &w->buffer) != 0)
+	    || napi_create_string_utf8(env, pipe ? "SPAWNPOOL_PIPE" : "SPAWNPOOL_SERVER", NAPI_AUTO_LENGTH, &name) != 0
 	    || napi_async_init(env, NULL, name, &w->context) != 0
 	    || napi_create_external(env, w, watch_finalize, NULL, &out) != 0) {
 		r = -ENOMEM;
 	} else {
 		w->refs++;              /* the external's, even if it is dropped below */
-		r = uv.poll_start(w->handle, WATCH_EVENTS, on_readable);
+		r = uv.poll_start(w->handle, WATCH_EVENTS, pipe ? on_pipe_readable : on_readable);
 	}
 	if (r < 0) {
 		w->fd = -1;                 /* the caller keeps its fd */
@@ -1003,6 +1113,55 @@ static napi_value watch(napi_env env, napi_callback_info info)
 		return int_value(env, r);
 	}
 	return out;
+}
+
+static napi_value watch(napi_env env, napi_callback_info info)
+{
+	size_t argc = 3, size = 0;
+	napi_value args[3];
+	void *data = NULL;
+	int32_t fd;
+
+	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 3
+	    || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0
+	    || napi_get_buffer_info(env, args[1], &data, &size) != 0 || size == 0 || size > INT32_MAX)
+		return type_error(env, "watch(fd, buffer, callback)");
+	return watch_new(env, fd, args[1], data, size, args[2]);
+}
+
+static napi_value watch_pipe(napi_env env, napi_callback_info info)
+{
+	size_t argc = 2;
+	napi_value args[2];
+	int32_t fd;
+
+	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 2
+	    || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0)
+		return type_error(env, "watchPipe(fd, callback)");
+	return watch_new(env, fd, NULL, NULL, PIPE_READ, args[1]);
+}
+
+static napi_value pause_watch(napi_env env, napi_callback_info info)
+{
+	size_t argc = 2;
+	napi_value args[2];
+	struct watch *w;
+	bool paused = false;
+	int r;
+
+	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 2
+	    || napi_get_value_bool(env, args[1], &paused) != 0)
+		return type_error(env, "pauseWatch(watch, paused)");
+	if ((w = watch_arg(env, args[0])) == NULL || w->closed || w->ended || w->paused == paused)
+		return NULL;
+	w->paused = paused;
+	if (paused)
+		uv.poll_stop(w->handle);
+	else if ((r = uv.poll_start(w->handle, WATCH_EVENTS, w->pipe ? on_pipe_readable : on_readable)) < 0) {
+		w->ended = true;
+		watch_deliver(w, r);
+	}
+	return NULL;
 }
 
 static napi_value unwatch(napi_env env, napi_callback_info info)
@@ -1021,7 +1180,8 @@ static napi_value unwatch(napi_env env, napi_callback_info info)
 	uv.close(w->handle, watch_freed);
 	close(w->fd);
 	napi_delete_reference(env, w->callback);
-	napi_delete_reference(env, w->buffer);
+	if (w->buffer != NULL)
+		napi_delete_reference(env, w->buffer);
 	napi_async_destroy(env, w->context);
 	return NULL;
 }
@@ -1106,6 +1266,8 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "watch", watch);
 	export(env, exports, "unwatch", unwatch);
 	export(env, exports, "refWatch", ref_watch);
+	export(env, exports, "watchPipe", watch_pipe);
+	export(env, exports, "pauseWatch", pause_watch);
 	export(env, exports, "shutdown", shutdown_fd);
 	export(env, exports, "write", write_fd);
 	return exports;

@@ -58,12 +58,17 @@ test('busy stdout and stderr are handed over: every byte once, in order, and cou
     assert.deepEqual(err, [bigHash, 6 * MB + 777]);
     assert.equal(code, 0);
     assert.equal(pool.stats().handedOver - before, 2);
-    // A quiet stream is not handed over, nor a short one (under 192 KiB:
-    // relaying it costs less than the handover).
-    const small = pool.spawn('sh', ['-c', `echo hi; head -c 150000 "${big}"`]);
+    // A quiet stream is not handed over, nor one that fits in one chunk
+    // (relaying it costs less than the handover)...
+    const small = pool.spawn('sh', ['-c', `echo hi; head -c 60000 "${big}"`]);
     const [quiet] = await Promise.all([hashOf(small.stdout), once(small, 'close')]);
-    assert.equal(quiet[1], 150003);
+    assert.equal(quiet[1], 60003);
     assert.equal(pool.stats().handedOver - before, 2);
+    // ...but one that fills a chunk is, after that chunk.
+    const medium = pool.spawn('head', ['-c', '150000', big]);
+    const [some] = await Promise.all([hashOf(medium.stdout), once(medium, 'close')]);
+    assert.equal(some[1], 150000);
+    assert.equal(pool.stats().handedOver - before, 3);
   } finally {
     await pool.close();
   }

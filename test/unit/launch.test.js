@@ -12,12 +12,14 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
+import * as nodeOs from 'node:os';
 import { Worker } from 'node:worker_threads';
 import * as nodeCp from 'node:child_process';
 import { promisify } from 'node:util';
 import { channel } from 'node:diagnostics_channel';
 import {
   addon, addonPath, envSnapshot, envSnapshotBlock, loadError, startProcess, launchResult, reapProcess, statPath, watchSocket,
+  readPipe,
 } from '../../lib/launch.js';
 import { createPool, execFile } from '../../lib/index.js';
 
@@ -214,6 +216,97 @@ test('a watch keeps the process alive only while ref\'d; a throwing callback is 
   };
   assert.deepEqual(await run(false), [], 'unref\'d: the process exits before the first read');
   assert.deepEqual(await run(true), ['one', 'uncaught from one', 'tick', 'two', 'uncaught from two', 'tick', 'close']);
+});
+
+/**
+ * A process started with `script` for sh, its fd 3 read as a handed-over
+ * pipe is (readPipe): `chunks` (each read), `log` (reads, ticks, the end
+ * in order) and `done` (resolves with the end's errno).
+ */
+function piped(script, onChunk = () => {}) {
+  const started = startProcess('/bin/sh', ['sh', '-c', script], ['PATH=/usr/bin:/bin']);
+  closeSync(started.feedFd);
+  closeSync(started.handoverFd);
+  const chunks = [];
+  const log = [];
+  let end;
+  const done = new Promise((resolve) => { end = resolve; });
+  const reader = readPipe(started.fd, (chunk) => {
+    chunks.push(chunk);
+    log.push(chunk.length);
+    process.nextTick(() => log.push('tick'));
+    onChunk(chunk);
+  }, (errno) => {
+    log.push(`end ${errno}`);
+    end(errno);
+  });
+  assert.notEqual(reader, null, 'this addon reads pipes');
+  return { ...started, reader, chunks, log, done, ino: fstatSync(started.fd).ino };
+}
+
+test('a handed-over pipe is read as libuv reads one: 64 KiB reads in a row, each a Buffer of its own and a callback of its own', withAddon, async () => {
+  // 150,000 bytes in the socket and the writer gone before the first
+  // read: full reads, the rest, then the end, in one poll phase (an
+  // immediate set at the first read comes after them all), each with its
+  // ticks settled before the next.
+  const started = startProcess('/bin/sh', ['sh', '-c', `head -c 150000 /dev/zero | tr '\\0' x >&3`], ['PATH=/usr/bin:/bin']);
+  closeSync(started.feedFd);
+  closeSync(started.handoverFd);
+  assert.deepEqual(await reaped(await launchedPid(started)), { code: 0, signal: null });
+  const chunks = [];
+  const log = [];
+  let end;
+  const done = new Promise((resolve) => { end = resolve; });
+  const reader = readPipe(started.fd, (chunk) => {
+    if (chunks.length === 0) setImmediate(() => log.push('immediate'));
+    chunks.push(chunk);
+    log.push(chunk.length);
+    process.nextTick(() => log.push('tick'));
+  }, (errno) => {
+    log.push(`end ${errno}`);
+    end(errno);
+  });
+  assert.notEqual(reader, null, 'this addon reads pipes');
+  const ino = fstatSync(started.fd).ino;
+  assert.equal(await done, 0);
+  await delay(10);
+  assert.deepEqual(chunks.map((c) => c.length), [65536, 65536, 150000 - 2 * 65536]);
+  assert.ok(chunks.every((c) => Buffer.isBuffer(c) && c.every((b) => b === 0x78)), 'the bytes, in Buffers');
+  assert.equal(new Set(chunks.map((c) => c.buffer)).size, chunks.length, 'no chunk shares memory with another');
+  assert.deepEqual(log, [65536, 'tick', 65536, 'tick', 150000 - 2 * 65536, 'tick', 'end 0', 'immediate']);
+  reader.destroy();
+  reader.destroy();
+  assert.equal(stillOpen(started.fd, ino), false, 'destroy() closes the fd');
+});
+
+test('a paused pipe is not read (its writer blocks) until resumed; destroy() stops the reads', withAddon, async () => {
+  let reads = 0;
+  const p = piped(`head -c 3000000 /dev/zero 2>/dev/null >&3`, () => {
+    if (++reads === 1) p.reader.pause();
+  });
+  for (const until = Date.now() + 5000; reads === 0 && Date.now() < until;) await delay(5);
+  await delay(100);
+  assert.equal(reads, 1, 'nothing read while paused');
+  p.reader.pause();
+  p.reader.resume();
+  p.reader.resume();
+  for (const until = Date.now() + 5000; reads < 3 && Date.now() < until;) await delay(1);
+  p.reader.destroy();
+  const seen = reads;
+  await delay(50);
+  assert.equal(reads, seen, 'nothing after destroy()');
+  assert.equal(stillOpen(p.fd, p.ino), false);
+  // The writer is left with a closed socket: EPIPE, its exit status.
+  assert.notDeepEqual(await reaped(await launchedPid(p)), { code: 0, signal: null });
+});
+
+test('a pipe\'s read error ends it with that errno, after the bytes before it', withAddon, async () => {
+  // The peer exits with our bytes unread: the kernel resets the connection.
+  const p = piped('printf hi >&3; sleep 0.2');
+  writeSync(p.fd, 'unread');
+  assert.equal(await p.done, nodeOs.constants.errno.ECONNRESET);
+  assert.deepEqual(p.chunks.map(String), ['hi']);
+  p.reader.destroy();
 });
 
 test('a launch that fails throws Node\'s spawn error', withAddon, async () => {
