@@ -101,6 +101,8 @@ export class ChildReadable extends Readable {
     }
     this._direct = pipe;
     if (!this._session.pipeRefed[this._fd]) pipe.unref();
+    // Full already (a consumer that stopped reading): no read ahead.
+    if (this.readableLength >= this.readableHighWaterMark) pipe.pause();
   }
 
   _grant() {

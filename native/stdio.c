@@ -379,6 +379,20 @@ static ssize_t relay_splice(struct stream *s, size_t want)
  * no read(2) for the 0. (A read also stops short at a message that
  * carried fds, or at an out-of-band byte: a child that sends those on its
  * stdout and exits loses what follows them, as under Node.) */
+/* Whether a stream goes to the client now. What fits in one chunk stays
+ * relayed (a handover costs the client more than that chunk costs us);
+ * after a full chunk, with more behind it, the client's reads of the
+ * pipe cost less than our relay (docs/benchmarks.md, "Twelfth pass"),
+ * unless the writer has gone and little is left: that is relayed too. */
+static int worth_handing_over(struct stream *s)
+{
+	int unread = 0;
+
+	if (s->fd < 0 || !s->busy || s->relayed < SPAWND_PIPE_CHUNK || !s->handover || handover_fd < 0)
+		return 0;
+	return !s->hup || ioctl(s->fd, FIONREAD, &unread) < 0 || unread >= SPAWND_PIPE_CHUNK / 2;
+}
+
 static void stream_read(struct stream *s)
 {
 	int drained = 0;
@@ -386,13 +400,8 @@ static void stream_read(struct stream *s)
 	for (int i = 0; i < SPAWND_READS_IN_A_ROW && !drained && s->fd >= 0 && s->readable &&
 	     s->credit > 0 && (i == 0 || conn_pipe_room()); i++) {
 		stream_read_once(s, &drained);
-		/* Bulk output, more likely to follow: the client reads it. What
-		 * fits in one chunk stays relayed (a handover costs the client
-		 * more than that chunk costs us); after the first full chunk the
-		 * client's reads of the pipe cost less than our relay
-		 * (docs/benchmarks.md, "Twelfth pass"). */
-		if (s->fd >= 0 && s->busy && s->relayed >= SPAWND_PIPE_CHUNK && s->handover &&
-		    handover_fd >= 0 && stream_hand_over(s))
+		/* Bulk output, more likely to follow: the client reads it. */
+		if (worth_handing_over(s) && stream_hand_over(s))
 			return;
 	}
 	if (drained && s->fd >= 0 && s->hup && s->credit > 0) {

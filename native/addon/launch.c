@@ -53,7 +53,8 @@
  *                                Returns the watch (which unwatch and
  *                                refWatch take too) or -errno, as watch
  *                                does.
- *   pauseWatch(watch, paused)    stops or resumes a watch's reads.
+ *   pauseWatch(watch, paused)    stops or resumes a watchPipe watch's
+ *                                reads.
  *   shutdown(fd)                 shutdown(fd, SHUT_WR): 0 or -errno.
  *   envBlock()                   the last envState() snapshot's strings
  *                                encoded as a SPAWN carries them, or -1
@@ -964,42 +965,68 @@ static void on_readable(void *handle, int status, int events)
 /* A handed-over pipe, read as libuv reads a pipe of Node's (uv__read):
  * up to 32 reads in a row while each fills the buffer, each delivered
  * as its own callback; a short read ends the round, unless the writer
- * has gone (UV_DISCONNECT), where libuv reads the EOF at once too. The
- * callback may pause or unwatch between two reads. The EOF and an error
- * stop the watch for good. */
-enum { PIPE_READ = 64 * 1024, PIPE_READS_IN_A_ROW = 32, PIPE_COPY_BELOW = PIPE_READ / 2 };
+ * has gone, where libuv reads the EOF at once too (on POLLHUP; here on
+ * UV_DISCONNECT, EPOLLRDHUP, which a socket raises when its peer closes:
+ * servers hand over socket pairs' ends, never pipes). The callback may
+ * pause or unwatch between two reads. The EOF and an error stop the
+ * watch for good. */
+enum { PIPE_READ = 64 * 1024, PIPE_READS_IN_A_ROW = 32 };
 
 /* The Buffer the next read goes into (main thread only: watch_new
- * refuses the others). A read of PIPE_COPY_BELOW bytes or more is
- * delivered in it, as (buffer, n), and the next read gets a new one;
- * a shorter one is copied into a Buffer of its size, and this one is
- * kept: Node reads into a new buffer too, then shrinks it to the read.
- * Reading into it saves copying 64 KiB per read. */
+ * refuses the others), and the env it was made in. A full read is
+ * delivered in it, and the next read gets a new one; a shorter read is
+ * copied into a Buffer of its size (a short read ends a round, so that
+ * is about one copy per wake-up), and this one is kept. Node reads into
+ * a new buffer too, and shrinks it to the read; a chunk here never holds
+ * more memory than its bytes either. */
 static napi_ref spare;
+static napi_env spare_env;
 static char *spare_data;
 
-static int pipe_read(struct watch *w, ssize_t *n, int *err)
+static void drop_spare(void)
+{
+	if (spare != NULL)
+		napi_delete_reference(spare_env, spare);
+	spare = NULL;
+}
+
+/* An allocation failed: no exception may be left pending for the
+ * callback that reports it. */
+static void clear_exception(napi_env env)
+{
+	bool pending = false;
+	napi_value err;
+
+	if (napi_is_exception_pending(env, &pending) == 0 && pending)
+		napi_get_and_clear_last_exception(env, &err);
+}
+
+/* One read(2) of the pipe, delivered if it got bytes. *n and *err are
+ * read(2)'s result and errno; -1 and ENOMEM if a Buffer could not be had
+ * (then the bytes of a read are lost, and the stream ends with ENOMEM). */
+static void pipe_read(struct watch *w, ssize_t *n, int *err)
 {
 	napi_env env = w->env;
 	napi_handle_scope scope;
 	napi_value buf = NULL, args[2];
 	void *data = NULL;
+	bool ok;
 
+	*n = -1;
+	*err = ENOMEM;
 	if (napi_open_handle_scope(env, &scope) != 0)
-		return -1;
-	if (spare != NULL && (napi_get_reference_value(env, spare, &buf) != 0 || buf == NULL)) {
-		napi_delete_reference(env, spare);
-		spare = NULL;
-	}
+		return;
+	if (spare != NULL && (spare_env != env || napi_get_reference_value(env, spare, &buf) != 0 || buf == NULL))
+		drop_spare();
 	if (spare == NULL) {
 		if (napi_create_buffer(env, PIPE_READ, &data, &buf) != 0
 		    || napi_create_reference(env, buf, 1, &spare) != 0) {
-			napi_close_handle_scope(env, scope);
 			spare = NULL;
-			*n = -1;
-			*err = ENOMEM;
-			return 0;
+			clear_exception(env);
+			napi_close_handle_scope(env, scope);
+			return;
 		}
+		spare_env = env;
 		spare_data = data;
 	}
 	do
@@ -1007,20 +1034,20 @@ static int pipe_read(struct watch *w, ssize_t *n, int *err)
 	while (*n < 0 && errno == EINTR);
 	*err = errno;
 	if (*n > 0) {
-		bool whole = *n >= PIPE_COPY_BELOW;
-
-		if (whole) {
-			napi_delete_reference(env, spare);
-			spare = NULL;
-		}
-		if ((whole || napi_create_buffer_copy(env, (size_t)*n, spare_data, NULL, &buf) == 0)
-		    && napi_create_int32(env, (int32_t)*n, &args[1]) == 0) {
+		if (*n == PIPE_READ)
+			drop_spare();
+		ok = (*n == PIPE_READ || napi_create_buffer_copy(env, (size_t)*n, spare_data, NULL, &buf) == 0)
+		     && napi_create_int32(env, (int32_t)*n, &args[1]) == 0;
+		if (ok) {
 			args[0] = buf;
 			watch_call(w, 2, args);
+		} else {
+			clear_exception(env);
+			*n = -1;
+			*err = ENOMEM;
 		}
 	}
 	napi_close_handle_scope(env, scope);
-	return 0;
 }
 
 static void on_pipe_readable(void *handle, int status, int events)
@@ -1031,8 +1058,7 @@ static void on_pipe_readable(void *handle, int status, int events)
 	int err;
 
 	for (int i = 0; i < PIPE_READS_IN_A_ROW && !w->closed && !w->paused; i++) {
-		if (pipe_read(w, &n, &err) < 0)
-			return;
+		pipe_read(w, &n, &err);
 		if (n > 0) {
 			if (n == PIPE_READ || stopped || (events & UV_DISCONNECT_EVENT))
 				continue;
@@ -1152,12 +1178,16 @@ static napi_value pause_watch(napi_env env, napi_callback_info info)
 	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 2
 	    || napi_get_value_bool(env, args[1], &paused) != 0)
 		return type_error(env, "pauseWatch(watch, paused)");
-	if ((w = watch_arg(env, args[0])) == NULL || w->closed || w->ended || w->paused == paused)
+	if ((w = watch_arg(env, args[0])) == NULL)
+		return NULL;
+	if (!w->pipe)
+		return type_error(env, "pauseWatch: not a watchPipe watch");
+	if (w->closed || w->ended || w->paused == paused)
 		return NULL;
 	w->paused = paused;
 	if (paused)
 		uv.poll_stop(w->handle);
-	else if ((r = uv.poll_start(w->handle, WATCH_EVENTS, w->pipe ? on_pipe_readable : on_readable)) < 0) {
+	else if ((r = uv.poll_start(w->handle, WATCH_EVENTS, on_pipe_readable)) < 0) {
 		w->ended = true;
 		watch_deliver(w, r);
 	}

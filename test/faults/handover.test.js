@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync, rmSync, readdirSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import * as nodeCp from 'node:child_process';
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { createPool } from '../../lib/index.js';
 import { addon } from '../../lib/launch.js';
-import { killByMarker } from '../helpers/leaks.js';
+import { killByMarker, procStat } from '../helpers/leaks.js';
 import { stdoutBeforeStderr } from '../helpers/record.js';
 
 const MB = 1024 * 1024;
@@ -70,6 +70,43 @@ test('busy stdout and stderr are handed over: every byte once, in order, and cou
     assert.equal(some[1], 150000);
     assert.equal(pool.stats().handedOver - before, 3);
   } finally {
+    await pool.close();
+  }
+});
+
+test('a writer that has gone with little left after the first chunk is relayed to its end; with a chunk\'s worth left, handed over', { skip }, async () => {
+  // The server is stopped while the child writes and exits, so that its
+  // first read finds the writer gone: 70,000 bytes leave 4,464 behind the
+  // first chunk (cheaper relayed than handed over), 150,000 leave 84,464.
+  const pool = createPool({ size: 1 });
+  const flag = join(dir, 'go');
+  let server = 0;
+  try {
+    for (const [size, handed] of [[70000, 0], [150000, 1], [70000, 0]]) {
+      rmSync(flag, { force: true });
+      const before = pool.stats().handedOver;
+      const child = pool.spawn('sh', ['-c', 'while [ ! -e "$1" ]; do sleep 0.01; done; exec head -c "$2" "$3"', 'sh', flag, String(size), big]);
+      const done = Promise.all([hashOf(child.stdout), once(child, 'close')]);
+      await once(child, 'spawn');
+      // A parked child's pid is known before it runs sh: stopped before
+      // that, the server would never start it.
+      const runsSh = () => { try { return readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').includes(flag); } catch { return false; } };
+      for (const until = Date.now() + 10_000; !runsSh() && Date.now() < until;) await new Promise((r) => setTimeout(r, 5));
+      assert.ok(runsSh(), 'the child runs sh');
+      server = pool.stats().servers[0].pid;
+      process.kill(server, 'SIGSTOP');
+      writeFileSync(flag, '');
+      for (const until = Date.now() + 10_000; procStat(child.pid)?.state !== 'Z' && Date.now() < until;) await new Promise((r) => setTimeout(r, 5));
+      assert.equal(procStat(child.pid)?.state, 'Z', 'the child wrote and exited while its server was stopped');
+      process.kill(server, 'SIGCONT');
+      server = 0;
+      const [[, n], [code]] = await done;
+      assert.equal(n, size);
+      assert.equal(code, 0);
+      assert.equal(pool.stats().handedOver - before, handed, `${size} bytes`);
+    }
+  } finally {
+    if (server !== 0) process.kill(server, 'SIGCONT');
     await pool.close();
   }
 });
