@@ -261,8 +261,11 @@ void close_fds3(int fds[3])
 
 /* A socket pair for one child stdio fd, as libuv makes child stdio: programs see
  * S_ISSOCK, and a writer whose reader closed with unread data gets
- * ECONNRESET instead of SIGPIPE (`yes` exits 1 under Node). The child's
- * end stays blocking, ours is non-blocking. */
+ * ECONNRESET instead of SIGPIPE (`yes` exits 1 under Node). Both ends
+ * stay blocking (the child's must): ours is only read and written with
+ * MSG_DONTWAIT (stdio.c), spliced with SPLICE_F_NONBLOCK, and made
+ * non-blocking by the client when handed over, which saves an fcntl per
+ * pipe. */
 static int make_pipe(int *child_end, int *server_end, const char **syscall)
 {
 	int sv[2];
@@ -272,8 +275,7 @@ static int make_pipe(int *child_end, int *server_end, const char **syscall)
 		return -errno;
 	*child_end = sv[0];
 	*server_end = sv[1];
-	*syscall = "fcntl";
-	return fcntl(*server_end, F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
+	return 0;
 }
 
 /* Fills p->src from the stdio modes; child_end/server_end get the pipes. */

@@ -424,7 +424,7 @@ static void stream_read_once(struct stream *s, int *drained)
 		uint8_t *dst = conn_reserve(SP_DATA_HDR + want);
 
 		do
-			n = read(s->fd, dst + SP_DATA_HDR, want);
+			n = recv(s->fd, dst + SP_DATA_HDR, want, MSG_DONTWAIT);
 		while (n < 0 && errno == EINTR);
 		if (n > 0) {
 			sp_put_data_hdr(dst, s->c->id, s->which, (uint32_t)n);
@@ -509,7 +509,7 @@ static ssize_t write_some(struct child *c, const uint8_t *p, size_t n)
 	ssize_t w;
 
 	do
-		w = write(c->in_fd, p, n);
+		w = send(c->in_fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (w < 0 && errno == EINTR);
 	if (w < 0 && errno == EAGAIN)
 		return 0;
