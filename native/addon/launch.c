@@ -838,6 +838,7 @@ static struct {
 	void (*close)(void *, uv_close_cb_fn *);
 	void (*ref)(void *);
 	void (*unref)(void *);
+	struct uv_loop_s *(*default_loop)(void);       /* the main thread's (a worker has its own) */
 } uv;
 
 static int uv_found(void)
@@ -850,8 +851,9 @@ static int uv_found(void)
 		*(void **)&uv.close = dlsym(RTLD_DEFAULT, "uv_close");
 		*(void **)&uv.ref = dlsym(RTLD_DEFAULT, "uv_ref");
 		*(void **)&uv.unref = dlsym(RTLD_DEFAULT, "uv_unref");
+		*(void **)&uv.default_loop = dlsym(RTLD_DEFAULT, "uv_default_loop");
 		uv.state = uv.handle_size && uv.poll_init && uv.poll_start && uv.poll_stop && uv.close && uv.ref
-				   && uv.unref ? 1 : -1;
+				   && uv.unref && uv.default_loop ? 1 : -1;
 		/* A poll handle is some 160 bytes; anything far off is not
 		 * the libuv this file was written against. */
 		if (uv.state == 1 && (uv.handle_size(UV_POLL_TYPE) < 64 || uv.handle_size(UV_POLL_TYPE) > 4096))
@@ -1099,9 +1101,10 @@ static napi_value watch_new(napi_env env, int32_t fd, napi_value buffer, void *d
 	bool pipe = buffer == NULL;
 	int r;
 
-	/* The main thread's loop only: a worker's would be closed at its
-	 * exit with this handle still open, which aborts the process. */
-	if (syscall(SYS_gettid) != getpid() || !uv_found() || napi_get_uv_event_loop(env, &loop) != 0 || loop == NULL)
+	/* The main thread's loop only (libuv's default loop: a worker has
+	 * one of its own): a worker's would be closed at its exit with this
+	 * handle still open, which aborts the process. */
+	if (!uv_found() || napi_get_uv_event_loop(env, &loop) != 0 || loop == NULL || loop != uv.default_loop())
 		return int_value(env, -ENOSYS);
 	w = calloc(1, sizeof(*w) + uv.handle_size(UV_POLL_TYPE));
 	if (w == NULL)
