@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync, rmSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import * as nodeCp from 'node:child_process';
@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { createPool } from '../../lib/index.js';
 import { addon } from '../../lib/launch.js';
-import { killByMarker, procStat } from '../helpers/leaks.js';
+import { killByMarker } from '../helpers/leaks.js';
+import { withServerStopped } from '../helpers/stopped.js';
 import { stdoutBeforeStderr } from '../helpers/record.js';
 
 const MB = 1024 * 1024;
@@ -86,27 +87,8 @@ test('a writer that has gone with little left after the first chunk is relayed t
       const child = pool.spawn('sh', ['-c', 'while [ ! -e "$1" ]; do sleep 0.01; done; exec head -c "$2" "$3"', 'sh', flag, String(size), big]);
       const done = Promise.all([hashOf(child.stdout), once(child, 'close')]);
       await once(child, 'spawn');
-      // A parked child's pid is known before it runs sh: stopped before
-      // that, the server would never start it.
       const runsSh = () => { try { return readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').includes(flag); } catch { return false; } };
-      for (const until = Date.now() + 10_000; !runsSh() && Date.now() < until;) await new Promise((r) => setTimeout(r, 5));
-      assert.ok(runsSh(), 'the child runs sh');
-      server = pool.stats().servers[0].pid;
-      // The server holds the child's end of the socket until it has seen
-      // the child's fd table unshared: stopped before that, it would find
-      // the writer still there (its own copy) and hand the stream over.
-      const childEnd = readlinkSync(`/proc/${child.pid}/fd/1`);
-      const serverHolds = () => readdirSync(`/proc/${server}/fd`).some((fd) => {
-        try { return readlinkSync(`/proc/${server}/fd/${fd}`) === childEnd; } catch { return false; }
-      });
-      for (const until = Date.now() + 10_000; serverHolds() && Date.now() < until;) await new Promise((r) => setTimeout(r, 5));
-      assert.ok(!serverHolds(), 'the server let go of the child\'s end');
-      process.kill(server, 'SIGSTOP');
-      writeFileSync(flag, '');
-      for (const until = Date.now() + 10_000; procStat(child.pid)?.state !== 'Z' && Date.now() < until;) await new Promise((r) => setTimeout(r, 5));
-      assert.equal(procStat(child.pid)?.state, 'Z', 'the child wrote and exited while its server was stopped');
-      process.kill(server, 'SIGCONT');
-      server = 0;
+      await withServerStopped(child, () => pool.stats().servers[0].pid, runsSh, () => writeFileSync(flag, ''), (pid) => { server = pid; });
       const [[, n], [code]] = await done;
       assert.equal(n, size);
       assert.equal(code, 0);

@@ -18,8 +18,8 @@ import { createPool } from '../../lib/index.js';
 import { Server } from '../../lib/server.js';
 import { addon } from '../../lib/launch.js';
 import { T } from '../../lib/protocol.js';
-import { procStat } from '../helpers/leaks.js';
 import { stdoutBeforeStderr } from '../helpers/record.js';
+import { withServerStopped } from '../helpers/stopped.js';
 
 let dir;
 let big;
@@ -195,19 +195,8 @@ test("the server reads a ready pipe to its end before the next one: its own fram
       child.stdout.on('data', (d) => { out += d.length; });
       child.stderr.on('data', () => { if (outAtDone === -1) outAtDone = out; });
       await once(child, 'spawn');
-      // 'spawn' may come before the server has started the program (a
-      // parked child's pid is known at once): stopped before that, the
-      // server would never start it. So: once the child runs node.
       const runsNode = () => { try { return readlinkSync(`/proc/${child.pid}/exe`) === realpathSync(process.execPath); } catch { return false; } };
-      for (const until = Date.now() + 10_000; !runsNode() && Date.now() < until;) await new Promise((r) => setTimeout(r, 5));
-      assert.ok(runsNode(), 'the child runs node');
-      server = pool.stats().servers[0].pid;
-      process.kill(server, 'SIGSTOP');
-      writeFileSync(flag, '');
-      for (const until = Date.now() + 10_000; procStat(child.pid)?.state !== 'Z' && Date.now() < until;) await new Promise((r) => setTimeout(r, 5));
-      assert.equal(procStat(child.pid)?.state, 'Z', 'the child wrote both and exited while its server was stopped');
-      process.kill(server, 'SIGCONT');
-      server = 0;
+      await withServerStopped(child, () => pool.stats().servers[0].pid, runsNode, () => writeFileSync(flag, ''), (pid) => { server = pid; });
       await once(child, 'close');
       assert.equal(outAtDone, 150000);
       const order = frames.map((f) => `${f.fd}${f.n ? '' : ' end'}`);

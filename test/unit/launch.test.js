@@ -112,15 +112,21 @@ test('reapProcess reports the exit as Node does: a code, or a signal name', with
   assert.deepEqual(reapProcess(pid), { code: null, signal: null }, 'already reaped: nothing to wait for');
 });
 
+/** A process started with `script` for sh; only its fd 3 (`fd`) stays ours. */
+function startSh(script) {
+  const started = startProcess('/bin/sh', ['sh', '-c', script], ['PATH=/usr/bin:/bin']);
+  closeSync(started.feedFd);
+  closeSync(started.handoverFd);
+  return started;
+}
+
 /**
  * A process started with `script` for sh, its fd 3 read by a watch:
  * `reads` (copies of each read), `events` (the socket's 'error' and
  * 'close' in order) and `done` (resolves at 'close').
  */
 function watched(script, onRead = () => {}) {
-  const started = startProcess('/bin/sh', ['sh', '-c', script], ['PATH=/usr/bin:/bin']);
-  closeSync(started.feedFd);
-  closeSync(started.handoverFd);
+  const started = startSh(script);
   const reads = [];
   const events = [];
   const buffer = Buffer.alloc(4096);
@@ -224,9 +230,7 @@ test('a watch keeps the process alive only while ref\'d; a throwing callback is 
  * in order) and `done` (resolves with the end's errno).
  */
 function piped(script, onChunk = () => {}) {
-  const started = startProcess('/bin/sh', ['sh', '-c', script], ['PATH=/usr/bin:/bin']);
-  closeSync(started.feedFd);
-  closeSync(started.handoverFd);
+  const started = startSh(script);
   const chunks = [];
   const log = [];
   let end;
@@ -249,9 +253,7 @@ test('a handed-over pipe is read as libuv reads one: 64 KiB reads in a row, each
   // read: full reads, the rest, then the end, in one poll phase (an
   // immediate set at the first read comes after them all), each with its
   // ticks settled before the next.
-  const started = startProcess('/bin/sh', ['sh', '-c', `head -c 150000 /dev/zero | tr '\\0' x >&3`], ['PATH=/usr/bin:/bin']);
-  closeSync(started.feedFd);
-  closeSync(started.handoverFd);
+  const started = startSh(`head -c 150000 /dev/zero | tr '\\0' x >&3`);
   assert.deepEqual(await reaped(await launchedPid(started)), { code: 0, signal: null });
   const chunks = [];
   const log = [];
