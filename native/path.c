@@ -9,11 +9,11 @@
  * and any event clears the whole cache. The kernel queues an event within
  * the syscall that makes the change, so a change made before the client
  * wrote its SPAWN is seen by the drain that precedes the lookup. A hit
- * costs that drain (one poll that finds nothing), and one stat of the
- * program where it is a symlink, instead of a stat per entry tried. Not
- * cached: what depends on the cwd, dangling symlinks, candidates that
- * are symlinks to no executable, and directories on file systems whose
- * changes inotify may not see (anything but local ones). What it cannot see is listed in
+ * costs that drain (one read that finds nothing) and one stat of the
+ * program, instead of a stat per entry tried. Not cached: what depends on
+ * the cwd, dangling symlinks, candidates that are symlinks to no
+ * executable, and directories on file systems whose changes inotify may
+ * not see (anything but local ones). What it cannot see is listed in
  * docs/protocol.md. */
 #include <errno.h>
 #include <fcntl.h>
@@ -127,7 +127,6 @@ enum { SLOTS = 64 };
 struct entry {
 	char *path_env, *file, *found;  /* one allocation; NULL: empty */
 	int uncacheable;        /* found, but not watchable: do not try again */
-	int plain;              /* found a regular file: a hit needs no stat */
 };
 
 static struct entry cache[SLOTS];
@@ -143,7 +142,6 @@ static void clear_cache(void)
 		free(cache[i].path_env);
 		cache[i].path_env = cache[i].file = cache[i].found = NULL;
 		cache[i].uncacheable = 0;
-		cache[i].plain = 0;
 	}
 }
 
@@ -328,18 +326,12 @@ static int watch_upto(const char *path_env, const char *hit_end)
 }
 
 /* Remembers `found` for (path_env, file); `uncacheable`: only that it
- * cannot be watched (until the next event), so as not to try again. A
- * regular file (not a symlink) is `plain`: whatever could make it fail
- * at execve (removed, replaced, renamed, chmod, chown, an ACL; a remount)
- * is an event of its watched directory or a mount change, so a hit skips
- * the stat that a symlink's target (which can change unseen) needs. The
- * watches are in place by now: a change after this lstat is an event. */
+ * cannot be watched (until the next event), so as not to try again. */
 static void remember(const char *path_env, const char *file, const char *found,
 		     int uncacheable)
 {
 	size_t lp = strlen(path_env), lf = strlen(file), lr = strlen(found);
 	struct entry *e = &cache[slot_of(path_env, file)];
-	struct stat st;
 	char *mem;
 
 	if (!(mem = malloc(lp + lf + lr + 3)))
@@ -349,7 +341,6 @@ static void remember(const char *path_env, const char *file, const char *found,
 	e->file = memcpy(mem + lp + 1, file, lf + 1);
 	e->found = memcpy(mem + lp + lf + 2, found, lr + 1);
 	e->uncacheable = uncacheable;
-	e->plain = !uncacheable && lstat(found, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) == 0111;
 }
 
 void path_init(void)
@@ -393,7 +384,7 @@ int path_search(const char *file, const char *path_env, const char *cwd,
 		/* Still there and executable (a symlink's target can change
 		 * unseen): else search again. */
 		strcpy(buf, e->found);
-		if (e->plain || check(buf, &cacheable, 0) == 0) {
+		if (check(buf, &cacheable, 0) == 0) {
 			*out = buf;
 			return 0;
 		}

@@ -838,8 +838,11 @@ static struct {
 	void (*close)(void *, uv_close_cb_fn *);
 	void (*ref)(void *);
 	void (*unref)(void *);
-	struct uv_loop_s *(*default_loop)(void);       /* the main thread's (a worker has its own) */
 } uv;
+
+/* The main thread's loop, recorded when the addon is registered there (a
+ * worker's loop is its own, and is closed at the worker's exit). */
+static struct uv_loop_s *main_loop;
 
 static int uv_found(void)
 {
@@ -851,9 +854,8 @@ static int uv_found(void)
 		*(void **)&uv.close = dlsym(RTLD_DEFAULT, "uv_close");
 		*(void **)&uv.ref = dlsym(RTLD_DEFAULT, "uv_ref");
 		*(void **)&uv.unref = dlsym(RTLD_DEFAULT, "uv_unref");
-		*(void **)&uv.default_loop = dlsym(RTLD_DEFAULT, "uv_default_loop");
 		uv.state = uv.handle_size && uv.poll_init && uv.poll_start && uv.poll_stop && uv.close && uv.ref
-				   && uv.unref && uv.default_loop ? 1 : -1;
+				   && uv.unref ? 1 : -1;
 		/* A poll handle is some 160 bytes; anything far off is not
 		 * the libuv this file was written against. */
 		if (uv.state == 1 && (uv.handle_size(UV_POLL_TYPE) < 64 || uv.handle_size(UV_POLL_TYPE) > 4096))
@@ -1032,7 +1034,7 @@ static void pipe_read(struct watch *w, ssize_t *n, int *err)
 		spare_data = data;
 	}
 	do
-		*n = read(w->fd, spare_data, PIPE_READ);
+		*n = recv(w->fd, spare_data, PIPE_READ, MSG_DONTWAIT);
 	while (*n < 0 && errno == EINTR);
 	*err = errno;
 	if (*n > 0) {
@@ -1101,10 +1103,9 @@ static napi_value watch_new(napi_env env, int32_t fd, napi_value buffer, void *d
 	bool pipe = buffer == NULL;
 	int r;
 
-	/* The main thread's loop only (libuv's default loop: a worker has
-	 * one of its own): a worker's would be closed at its exit with this
-	 * handle still open, which aborts the process. */
-	if (!uv_found() || napi_get_uv_event_loop(env, &loop) != 0 || loop == NULL || loop != uv.default_loop())
+	/* The main thread's loop only: a worker's would be closed at its
+	 * exit with this handle still open, which aborts the process. */
+	if (!uv_found() || napi_get_uv_event_loop(env, &loop) != 0 || loop == NULL || loop != main_loop)
 		return int_value(env, -ENOSYS);
 	w = calloc(1, sizeof(*w) + uv.handle_size(UV_POLL_TYPE));
 	if (w == NULL)
@@ -1285,10 +1286,14 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports);
 
 napi_value napi_register_module_v1(napi_env env, napi_value exports)
 {
-	/* The reserve is the main thread's (start and receive run there):
-	 * a worker thread loading the addon leaves it alone. */
-	if (syscall(SYS_gettid) == getpid())
+	/* The reserve is the main thread's (start and receive run there),
+	 * and so are watches (main_loop): a worker thread loading the addon
+	 * leaves both alone. */
+	if (syscall(SYS_gettid) == getpid()) {
 		keep_reserve();
+		if (napi_get_uv_event_loop(env, &main_loop) != 0)
+			main_loop = NULL;
+	}
 	export(env, exports, "start", start);
 	export(env, exports, "launched", launched);
 	export(env, exports, "reap", reap);

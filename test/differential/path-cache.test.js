@@ -9,7 +9,7 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as cp from 'node:child_process';
 import {
-  chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, renameSync, rmdirSync, rmSync,
+  chmodSync, closeSync, linkSync, mkdirSync, mkdtempSync, openSync, realpathSync, renameSync, rmdirSync, rmSync,
   symlinkSync, unlinkSync, writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -75,6 +75,23 @@ test('a change to a PATH directory is seen by the very next spawn', async () => 
   await step('a loses it', () => unlinkSync(join(A, 'prog')), path, 'b');
   await step('b renames it away', () => renameSync(join(B, 'prog'), join(B, 'other')), path, 'error ENOENT');
   await step('b gets it back by rename', () => renameSync(join(B, 'other'), join(B, 'prog')), path, 'b');
+});
+
+test('changes no watch sees (through a hard link elsewhere, to a directory above a PATH entry) are found by the hit\'s stat', async () => {
+  // The server watches the PATH directories, not every name of the
+  // program's inode nor every directory above them: a hit is stat'ed.
+  const D = join(T, 'hl'), E = join(T, 'hl2');
+  for (const d of [D, E]) mkdirSync(d);
+  prog(join(D, 'prog'), 'hl');
+  prog(join(E, 'prog'), 'hl2');
+  linkSync(join(D, 'prog'), join(X, 'alias'));
+  await step('first found', () => {}, `${D}:${E}`, 'hl');
+  await step('its x bit dropped through the other link', () => chmodSync(join(X, 'alias'), 0o644), `${D}:${E}`, 'hl2');
+  const deep = join(T, 'r', 'x', 'y', 'bin');
+  mkdirSync(deep, { recursive: true });
+  prog(join(deep, 'prog'), 'deep');
+  await step('first found, deep', () => {}, `${deep}:${E}`, 'deep');
+  await step('a directory two levels above renamed away', () => renameSync(join(T, 'r', 'x'), join(T, 'r', 'x-old')), `${deep}:${E}`, 'hl2');
 });
 
 test('a missing PATH directory that appears later is searched again', async () => {

@@ -20,12 +20,14 @@ async function until(ok, ms = 10_000) {
  * socket (until it has seen the child's fd table unshared, the server
  * holds one: stopped before that, it would see a writer still there).
  * Then stops the server, runs `act()` (which lets the child go on), waits
- * until the child has exited (a zombie: nobody reaps it meanwhile) and
- * lets the server go on. `serverOf()` names the server; `onStopped(pid)`
- * hears of the stop, so that a test's cleanup can continue the server
- * should an assertion fail in between (it is called with 0 after SIGCONT).
+ * until `finished()` (by default: the child has exited, a zombie that
+ * nobody reaps meanwhile) and lets the server go on. `serverOf()` names
+ * the server; `onStopped(pid)` hears of the stop, so that a test's cleanup
+ * can continue the server should an assertion fail in between (it is
+ * called with 0 after SIGCONT).
  */
-export async function withServerStopped(child, serverOf, running, act, onStopped = () => {}) {
+export async function withServerStopped(child, serverOf, running, act, onStopped = () => {},
+  finished = () => procStat(child.pid)?.state === 'Z') {
   assert.ok(await until(running), 'the child runs its program');
   const server = serverOf();
   const childEnd = readlinkSync(`/proc/${child.pid}/fd/1`);
@@ -36,7 +38,7 @@ export async function withServerStopped(child, serverOf, running, act, onStopped
   process.kill(server, 'SIGSTOP');
   onStopped(server);
   act();
-  assert.ok(await until(() => procStat(child.pid)?.state === 'Z'), 'the child did its part and exited while its server was stopped');
+  assert.ok(await until(finished), 'the child did its part while its server was stopped');
   process.kill(server, 'SIGCONT');
   onStopped(0);
 }
