@@ -369,16 +369,6 @@ static ssize_t relay_splice(struct stream *s, size_t want)
 	return n;
 }
 
-/* Reads a ready stream as libuv reads a readable pipe: up to 32 chunks
- * in a row, until it is empty (or out of credit, or the output backs up),
- * then the EOF right behind when the writer is gone. Node delivers what
- * one pipe holds before the bytes of a pipe that became readable later,
- * and a pipe's last bytes and its EOF in one go (libuv reports POLLHUP's
- * EOF after a short read), so neither may wait behind other streams. As
- * libuv does, a short read of a socket whose peer is closed is its end:
- * no read(2) for the 0. (A read also stops short at a message that
- * carried fds, or at an out-of-band byte: a child that sends those on its
- * stdout and exits loses what follows them, as under Node.) */
 /* Whether a stream goes to the client now. What fits in one chunk stays
  * relayed (a handover costs the client more than that chunk costs us);
  * after a full chunk, with more behind it, the client's reads of the
@@ -393,6 +383,16 @@ static int worth_handing_over(struct stream *s)
 	return !s->hup || ioctl(s->fd, FIONREAD, &unread) < 0 || unread >= SPAWND_PIPE_CHUNK / 2;
 }
 
+/* Reads a ready stream as libuv reads a readable pipe: up to 32 chunks
+ * in a row, until it is empty (or out of credit, or the output backs up),
+ * then the EOF right behind when the writer is gone. Node delivers what
+ * one pipe holds before the bytes of a pipe that became readable later,
+ * and a pipe's last bytes and its EOF in one go (libuv reports POLLHUP's
+ * EOF after a short read), so neither may wait behind other streams. As
+ * libuv does, a short read of a socket whose peer is closed is its end:
+ * no read(2) for the 0. (A read also stops short at a message that
+ * carried fds, or at an out-of-band byte: a child that sends those on its
+ * stdout and exits loses what follows them, as under Node.) */
 static void stream_read(struct stream *s)
 {
 	int drained = 0;
