@@ -1005,9 +1005,10 @@ static void clear_exception(napi_env env)
 		napi_get_and_clear_last_exception(env, &err);
 }
 
-/* One read(2) of the pipe, delivered if it got bytes. *n and *err are
- * read(2)'s result and errno; -1 and ENOMEM if a Buffer could not be had
- * (then the bytes of a read are lost, and the stream ends with ENOMEM). */
+/* One read of the pipe (recv with MSG_DONTWAIT: whatever the fd's own
+ * flags), delivered if it got bytes. *n and *err are its result and
+ * errno; -1 and ENOMEM if a Buffer could not be had (then the bytes of a
+ * read are lost, and the stream ends with ENOMEM). */
 static void pipe_read(struct watch *w, ssize_t *n, int *err)
 {
 	napi_env env = w->env;
