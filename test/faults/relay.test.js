@@ -139,11 +139,12 @@ test('the relay does splice here (spawnd says so under SPAWND_DEBUG=1), and what
 
 test('a relayed stream is read to its end before a stream that became readable later, as Node reads pipes (differential)', async (t) => {
   // 150,000 bytes on stdout, then "done" on stderr: Node reads the whole
-  // stdout first; nano-spawn's `output` depends on it. Relayed without
-  // the launch addon (npm test's pass with SPAWNPOOL_ADDON=0); with it,
-  // stdout is handed over after its first full chunk (most runs: the
-  // server may also keep up with the writer to the end), and Node's reads
-  // of the pipe must come before the relayed "done" just the same. The server used to read one chunk per stream per round.
+  // stdout first; nano-spawn's `output` depends on it. The server used to
+  // read one chunk per stream per round. Relayed without the launch addon
+  // (npm test's pass with SPAWNPOOL_ADDON=0); with it, stdout is handed
+  // over after its first full chunk (most runs: the server may also keep
+  // up with the writer to the end), and Node's reads of the pipe must come
+  // before the relayed "done" just the same.
   // The child's writes block, so all of stdout is in its socket before
   // "done" is written, whatever the kernel and the load (an asynchronous
   // process.stdout.write lands whole only if the socket takes it at once:
