@@ -1055,6 +1055,25 @@ static void pipe_read(struct watch *w, ssize_t *n, int *err)
 	napi_close_handle_scope(env, scope);
 }
 
+static void on_pipe_readable(void *handle, int status, int events);
+
+/* A pipe watch's end: the EOF (0) or an error (-errno), delivered once;
+ * its poll is stopped for good. */
+static void pipe_end(struct watch *w, int32_t n)
+{
+	w->ended = true;
+	watch_deliver(w, n);
+}
+
+/* (Re)starts a pipe watch's poll; a failure ends the stream with it. */
+static void pipe_poll(struct watch *w)
+{
+	int r = uv.poll_start(w->handle, WATCH_EVENTS, on_pipe_readable);
+
+	if (r < 0)
+		pipe_end(w, r);
+}
+
 static void on_pipe_readable(void *handle, int status, int events)
 {
 	struct watch *w = WATCH_OF(handle);
@@ -1073,14 +1092,11 @@ static void on_pipe_readable(void *handle, int status, int events)
 			break;
 		if (!stopped)
 			uv.poll_stop(w->handle);
-		w->ended = true;
-		watch_deliver(w, n < 0 ? -err : 0);
+		pipe_end(w, n < 0 ? -err : 0);
 		return;
 	}
-	if (stopped && !w->closed && !w->paused && (err = uv.poll_start(w->handle, WATCH_EVENTS, on_pipe_readable)) < 0) {
-		w->ended = true;
-		watch_deliver(w, err);
-	}
+	if (stopped && !w->closed && !w->paused)
+		pipe_poll(w);
 }
 
 static struct watch *watch_arg(napi_env env, napi_value v)
@@ -1178,7 +1194,6 @@ static napi_value pause_watch(napi_env env, napi_callback_info info)
 	napi_value args[2];
 	struct watch *w;
 	bool paused = false;
-	int r;
 
 	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 2
 	    || napi_get_value_bool(env, args[1], &paused) != 0)
@@ -1192,10 +1207,8 @@ static napi_value pause_watch(napi_env env, napi_callback_info info)
 	w->paused = paused;
 	if (paused)
 		uv.poll_stop(w->handle);
-	else if ((r = uv.poll_start(w->handle, WATCH_EVENTS, on_pipe_readable)) < 0) {
-		w->ended = true;
-		watch_deliver(w, r);
-	}
+	else
+		pipe_poll(w);
 	return NULL;
 }
 
