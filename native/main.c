@@ -21,6 +21,7 @@
 #include "conn.h"
 #include "loop.h"
 #include "park.h"
+#include "path.h"
 #include "protocol.h"
 #include "platform.h"
 #include "spawn.h"
@@ -175,12 +176,15 @@ static _Noreturn void run(void)
 		if (n < 0)
 			die("epoll_wait", -n);
 		for (int i = 0; i < n; i++) {
-			if (ev[i].ptr == &parent_tag)
+			if (ev[i].ptr == &parent_tag) {
+				path_input();
 				conn_finish();
-			else if (ev[i].ptr)
+			} else if (ev[i].ptr) {
 				child_on_event(ev[i].ptr, ev[i].events);
-			else
+			} else {
+				path_input();
 				conn_on_event(ev[i].events);
+			}
 		}
 		streams_pump();
 		conn_flush();

@@ -132,6 +132,9 @@ struct entry {
 static struct entry cache[SLOTS];
 static int ifd = -1;            /* -1: inotify unusable here, search every time */
 static int mfd = -1;            /* /proc/self/mountinfo: POLLPRI on a mount change */
+/* Nothing was read from the client since the last drain(): every event of
+ * a change it made before writing what we have read is drained already. */
+static int drained_since_input;
 
 static const uint32_t k_watch = IN_CREATE | IN_DELETE | IN_MOVED_FROM |
 	IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
@@ -187,13 +190,22 @@ static void drain(void)
 			disable("read(inotify)");
 		break;
 	}
-	if (!changed || ifd < 0)
+	if (!changed || ifd < 0) {
+		drained_since_input = 1;
 		return;
+	}
 	clear_cache();
 	if (close(ifd) < 0)
 		DBG("close(inotify): %s", strerror(errno));
 	if ((ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
 		disable("inotify_init1");
+	else
+		drained_since_input = 1;
+}
+
+void path_input(void)
+{
+	drained_since_input = 0;
 }
 
 /* inotify sees only this kernel's changes, and only where this kernel
@@ -373,7 +385,8 @@ int path_search(const char *file, const char *path_env, const char *cwd,
 	if (ifd < 0)
 		return search(file, path_env, cwd, buf, scratch, bufsz, out,
 			      &hit_end, &cacheable);
-	drain();
+	if (!drained_since_input)
+		drain();
 	e = &cache[slot_of(path_env, file)];
 	known = e->found && strcmp(e->file, file) == 0 &&
 		strcmp(e->path_env, path_env) == 0;
