@@ -40,6 +40,28 @@ static int still_queued(int fd)
 	return ioctl(fd, FIONREAD, &unread) < 0 || unread > 0;
 }
 
+/* After a short read: whether more is queued (1), as still_queued says.
+ * One byte is peeked where still_queued asks FIONREAD, for the same
+ * syscall: a peek also tells EOF (0), which marks the stream's writer
+ * gone, so that its END goes out now, with its last bytes, rather than
+ * after one more wake-up for the hang-up a fast child (echo) leaves
+ * behind once we have closed our copy of its end. */
+static int queued_after_short_read(struct stream *s)
+{
+	uint8_t b;
+	ssize_t n;
+
+	do
+		n = recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n == 0) {
+		s->hup = 1;
+		s->gone = 1;
+		return 0;
+	}
+	return n > 0 || errno != EAGAIN;
+}
+
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -434,7 +456,7 @@ static void stream_read_once(struct stream *s, int *drained)
 	if (n > 0) {
 		/* Short, but perhaps not empty (see still_queued); a writer
 		 * that has gone is read on to EOF anyway. */
-		int left = (size_t)n < want && !s->hup && still_queued(s->fd);
+		int left = (size_t)n < want && !s->hup && queued_after_short_read(s);
 
 		/* A full chunk: more is likely to follow, worth splicing (a
 		 * backlog of small pieces splices a few KiB at a time: read). */
