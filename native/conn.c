@@ -22,6 +22,7 @@ struct buf {
 static int sock = -1;
 static conn_frame_fn *frame_cb;
 static conn_hello_fn *hello_cb;
+static conn_read_fn *read_cb;
 static struct buf in, out;
 static int hello_done;
 static int want_out;            /* the last write hit EAGAIN: wait for writability */
@@ -63,7 +64,8 @@ static void buf_room(struct buf *b, size_t n)
 	buf_fit(b, b->len + n > 2 * b->cap ? b->len + n : 2 * b->cap);
 }
 
-int conn_init(int fd, conn_frame_fn *on_frame, conn_hello_fn *on_hello)
+int conn_init(int fd, conn_frame_fn *on_frame, conn_hello_fn *on_hello,
+	      conn_read_fn *before_read)
 {
 	int fl = fcntl(fd, F_GETFL);
 
@@ -78,6 +80,7 @@ int conn_init(int fd, conn_frame_fn *on_frame, conn_hello_fn *on_hello)
 	sock = fd;
 	frame_cb = on_frame;
 	hello_cb = on_hello;
+	read_cb = before_read;
 	registered = LOOP_READABLE;
 	return loop_add(fd, LOOP_READABLE, NULL);
 }
@@ -312,6 +315,8 @@ static int read_in(void)
 
 	if (in.len == in.cap)
 		buf_room(&in, SPAWND_IN_CHUNK);
+	if (read_cb)
+		read_cb();
 	do
 		n = read(sock, in.p + in.len, in.cap - in.len);
 	while (n < 0 && errno == EINTR);

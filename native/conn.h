@@ -14,10 +14,16 @@ typedef void conn_frame_fn(const struct sp_msg *m);
  * the number the server keeps (its S_HELLO says so). */
 typedef uint32_t conn_hello_fn(uint32_t parked);
 
+/* Called before each read of the socket (the frames of a read are handled
+ * right after it, and only then). */
+typedef void conn_read_fn(void);
+
 /* Takes over the socket (non-blocking, registered in the loop with a NULL
  * pointer); on_hello answers the handshake's request, on_frame gets every
- * request after it. 0 or -errno. */
-int conn_init(int fd, conn_frame_fn *on_frame, conn_hello_fn *on_hello);
+ * request after it, before_read (if not NULL) precedes every read.
+ * 0 or -errno. */
+int conn_init(int fd, conn_frame_fn *on_frame, conn_hello_fn *on_hello,
+	      conn_read_fn *before_read);
 
 /* Room for n more output bytes; the caller fills some and conn_commit()s
  * what it used. Exits (111) if memory runs out. */

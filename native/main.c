@@ -176,15 +176,12 @@ static _Noreturn void run(void)
 		if (n < 0)
 			die("epoll_wait", -n);
 		for (int i = 0; i < n; i++) {
-			if (ev[i].ptr == &parent_tag) {
-				path_input();
+			if (ev[i].ptr == &parent_tag)
 				conn_finish();
-			} else if (ev[i].ptr) {
+			else if (ev[i].ptr)
 				child_on_event(ev[i].ptr, ev[i].events);
-			} else {
-				path_input();
+			else
 				conn_on_event(ev[i].events);
-			}
 		}
 		streams_pump();
 		conn_flush();
@@ -261,7 +258,7 @@ int main(int argc, char **argv)
 		die("epoll_ctl", -r);
 	park_early();
 	stdio_handover_init(HANDOVER_FD);
-	if ((r = conn_init(SOCK_FD, child_dispatch, park_start)) < 0)
+	if ((r = conn_init(SOCK_FD, child_dispatch, park_start, path_input)) < 0)
 		die("socket setup", -r);
 	if ((r = child_init()) < 0)
 		die("malloc", -r);

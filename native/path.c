@@ -8,9 +8,11 @@
  * missing one the directory its first missing component would appear in),
  * and any event clears the whole cache. The kernel queues an event within
  * the syscall that makes the change, so a change made before the client
- * wrote its SPAWN is seen by the drain that precedes the lookup. A hit
- * costs that drain (one read that finds nothing) and one stat of the
- * program, instead of a stat per entry tried. Not cached: what depends on
+ * wrote its SPAWN is queued before we read that SPAWN, and seen by the
+ * drain that the first lookup after each read of the client's socket
+ * makes (path_input). A hit costs one stat of the program, and the first
+ * of a read that drain too (a poll that finds nothing), instead of a stat
+ * per entry tried. Not cached: what depends on
  * the cwd, dangling symlinks, candidates that are symlinks to no
  * executable, and directories on file systems whose changes inotify may
  * not see (anything but local ones). What it cannot see is listed in

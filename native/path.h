@@ -15,12 +15,12 @@
  * without one, every lookup searches. */
 void path_init(void);
 
-/* Input from the client is about to be read: the next lookup drains the
- * change events queued so far. A change the client made before it wrote
- * a SPAWN queued its event before we read that SPAWN, so one drain per
- * read of the socket keeps every hit exact for the frames of that read
- * (and a lookup between two reads needs no drain: a poll(2) saved per
- * spawn of a batch). */
+/* Input from the client is about to be read (conn.c calls it before each
+ * read): the next lookup drains the change events queued so far. A change
+ * the client made before it wrote a SPAWN queued its event before we read
+ * that SPAWN, so one drain per read of the socket keeps every hit exact
+ * for the frames of that read; the other lookups of the read make none
+ * (a poll(2) saved per spawn of a batch). */
 void path_input(void);
 
 int path_search(const char *file, const char *path_env, const char *cwd,
