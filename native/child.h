@@ -20,7 +20,8 @@ struct stream {
 	uint8_t which;
 	uint8_t readable;       /* edge-triggered: bytes or EOF may be waiting */
 	uint8_t hup;            /* the edge said the writer closed */
-	uint8_t gone;           /* ... and the peer is closed, no error pending */
+	uint8_t gone;           /* ... and the peer is closed (or shut down its
+				 * writing: a peek saw EOF), no error pending */
 	uint8_t queued;         /* on the ready list */
 	uint8_t dropping;       /* CLOSEd: closed once the writer is quiet */
 	uint8_t busy;           /* the last read filled a whole chunk: splice */

@@ -40,12 +40,15 @@ static int still_queued(int fd)
 	return ioctl(fd, FIONREAD, &unread) < 0 || unread > 0;
 }
 
-/* After a short read: whether more is queued (1), as still_queued says.
- * One byte is peeked where still_queued asks FIONREAD, for the same
- * syscall: a peek also tells EOF (0), which marks the stream's writer
- * gone, so that its END goes out now, with its last bytes, rather than
- * after one more wake-up for the hang-up a fast child (echo) leaves
- * behind once we have closed our copy of its end. */
+/* After a short read: whether more is queued (1) or not (0), as
+ * still_queued says, or -errno. One byte is peeked where still_queued asks
+ * FIONREAD, for the same syscall: a peek also tells EOF (the writer closed
+ * or shut down its end: nothing can follow), which marks the stream's
+ * writer gone, so that its END goes out now, with its last bytes, rather
+ * than after one more wake-up for the hang-up a fast child (echo) leaves
+ * behind once we have closed our copy of its end. A peek takes a pending
+ * socket error as a read would (the read after it would say EOF): it is
+ * returned, for the stream to end with. */
 static int queued_after_short_read(struct stream *s)
 {
 	uint8_t b;
@@ -54,12 +57,14 @@ static int queued_after_short_read(struct stream *s)
 	do
 		n = recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		return 1;
 	if (n == 0) {
 		s->hup = 1;
 		s->gone = 1;
 		return 0;
 	}
-	return n > 0 || errno != EAGAIN;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 }
 
 static long long now_ms(void)
@@ -411,8 +416,8 @@ static int worth_handing_over(struct stream *s)
  * one pipe holds before the bytes of a pipe that became readable later,
  * and a pipe's last bytes and its EOF in one go (libuv reports POLLHUP's
  * EOF after a short read), so neither may wait behind other streams. As
- * libuv does, a short read of a socket whose peer is closed is its end:
- * no read(2) for the 0. (A read also stops short at a message that
+ * libuv does, a short read of a socket whose peer is closed (or shut
+ * down: a peek saw it) is its end: no read(2) for the 0. (A read also stops short at a message that
  * carried fds, or at an out-of-band byte: a child that sends those on its
  * stdout and exits loses what follows them, as under Node.) */
 static void stream_read(struct stream *s)
@@ -456,7 +461,8 @@ static void stream_read_once(struct stream *s, int *drained)
 	if (n > 0) {
 		/* Short, but perhaps not empty (see still_queued); a writer
 		 * that has gone is read on to EOF anyway. */
-		int left = (size_t)n < want && !s->hup && queued_after_short_read(s);
+		int q = (size_t)n < want && !s->hup ? queued_after_short_read(s) : 0;
+		int left = q > 0;
 
 		/* A full chunk: more is likely to follow, worth splicing (a
 		 * backlog of small pieces splices a few KiB at a time: read). */
@@ -468,6 +474,8 @@ static void stream_read_once(struct stream *s, int *drained)
 		if ((size_t)n < want && !left && !s->hup)
 			s->readable = 0;
 		*drained = (size_t)n < want && !left ? (copied ? DRAINED_READ : DRAINED) : 0;
+		if (q < 0)
+			stream_end(s, -q);      /* behind the bytes just read */
 	} else if (n == 0) {
 		stream_end(s, 0);
 	} else if (errno == EAGAIN) {
