@@ -12,10 +12,10 @@
  * drain that the first lookup after each read of the client's socket
  * makes (path_input). A hit costs one stat of the program, and the first
  * of a read that drain too (a poll that finds nothing), instead of a stat
- * per entry tried. Not cached: what depends on
- * the cwd, dangling symlinks, candidates that are symlinks to no
- * executable, and directories on file systems whose changes inotify may
- * not see (anything but local ones). What it cannot see is listed in
+ * per entry tried. Not cached: what depends on the cwd, dangling
+ * symlinks, candidates that are symlinks to no executable, and
+ * directories on file systems whose changes inotify may not see
+ * (anything but local ones). What it cannot see is listed in
  * docs/protocol.md. */
 #include <errno.h>
 #include <fcntl.h>

@@ -417,9 +417,10 @@ static int worth_handing_over(struct stream *s)
  * and a pipe's last bytes and its EOF in one go (libuv reports POLLHUP's
  * EOF after a short read), so neither may wait behind other streams. As
  * libuv does, a short read of a socket whose peer is closed (or shut
- * down: a peek saw it) is its end: no read(2) for the 0. (A read also stops short at a message that
- * carried fds, or at an out-of-band byte: a child that sends those on its
- * stdout and exits loses what follows them, as under Node.) */
+ * down: a peek saw it) is its end: no read(2) for the 0. (A read also
+ * stops short at a message that carried fds, or at an out-of-band byte:
+ * a child that sends those on its stdout and exits loses what follows
+ * them, as under Node.) */
 static void stream_read(struct stream *s)
 {
 	int drained = 0;
