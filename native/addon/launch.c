@@ -142,6 +142,7 @@ napi_status napi_get_and_clear_last_exception(napi_env, napi_value *);
 napi_status napi_fatal_exception(napi_env, napi_value);
 struct uv_loop_s;
 napi_status napi_get_uv_event_loop(napi_env, struct uv_loop_s **);
+napi_status napi_add_env_cleanup_hook(napi_env, void (*)(void *), void *);
 
 #define FD_SOCK 3
 #define FD_FEED 4
@@ -844,6 +845,20 @@ static struct {
  * worker's loop is its own, and is closed at the worker's exit). */
 static struct uv_loop_s *main_loop;
 
+/* Set when the main thread's environment begins its teardown (an env
+ * cleanup hook: after process 'exit', before Node-API's own hook frees the
+ * env). Node then runs the loop to close its own handles, and a watch's
+ * poll, still open, may fire in it: it must not call into the env any
+ * more (a freed env: SIGSEGV at exit). Its callbacks stop the poll and
+ * return; the process is going away, and so are the servers' sockets. */
+static bool main_env_closing;
+
+static void main_env_cleanup(void *arg)
+{
+	(void)arg;
+	main_env_closing = true;
+}
+
 static int uv_found(void)
 {
 	if (uv.state == 0) {
@@ -943,6 +958,10 @@ static void on_readable(void *handle, int status, int events)
 	int err;
 
 	(void)events;
+	if (main_env_closing) {
+		uv.poll_stop(w->handle);
+		return;
+	}
 	while (!w->closed) {
 		do
 			n = read(w->fd, w->data, w->size);
@@ -1081,6 +1100,10 @@ static void on_pipe_readable(void *handle, int status, int events)
 	ssize_t n;
 	int err;
 
+	if (main_env_closing) {
+		uv.poll_stop(w->handle);
+		return;
+	}
 	for (int i = 0; i < PIPE_READS_IN_A_ROW && !w->closed && !w->paused; i++) {
 		pipe_read(w, &n, &err);
 		if (n > 0) {
@@ -1304,8 +1327,16 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	 * and so are watches (main_loop): a worker thread loading the addon
 	 * leaves both alone. */
 	if (syscall(SYS_gettid) == getpid()) {
+		static bool hooked;
+
 		keep_reserve();
 		if (napi_get_uv_event_loop(env, &main_loop) != 0)
+			main_loop = NULL;
+		/* Once: a second hook with the same function and argument
+		 * would abort the process. No hook, no watches. */
+		if (!hooked && main_loop != NULL)
+			hooked = napi_add_env_cleanup_hook(env, main_env_cleanup, NULL) == 0;
+		if (!hooked)
 			main_loop = NULL;
 	}
 	export(env, exports, "start", start);

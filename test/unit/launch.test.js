@@ -661,3 +661,31 @@ test('with SPAWNPOOL_ADDON=0 servers start through node:child_process and serve 
   });
   assert.deepEqual(JSON.parse(stdout), { addon: false, stdout: 'x\n' });
 });
+
+// Node runs the loop while it tears the environment down after 'exit', to
+// close its own handles; a watch still open then fired into the freed
+// Node-API env (SIGSEGV, about 1 exit in 300 of an unref'd detached spawn
+// under load). Here the socket stays readable through the whole teardown:
+// a writer that never stops, read 1 byte (or 64 KiB, a pipe) at a time.
+for (const kind of ['watchSocket', 'readPipe']) {
+  test(`a process exits cleanly with an unref'd ${kind} still readable (no call into the env it is tearing down)`, withAddon, async () => {
+    const code = `
+      const { startProcess, watchSocket, readPipe } = await import(${JSON.stringify(new URL('../../lib/launch.js', import.meta.url).href)});
+      const { closeSync } = await import('node:fs');
+      const started = startProcess('/bin/sh', ['sh', '-c', 'exec yes >&3'], ['PATH=/usr/bin:/bin']);
+      closeSync(started.feedFd);
+      closeSync(started.handoverFd);
+      let reads = 0;
+      const watch = ${kind === 'watchSocket'}
+        ? watchSocket(started.fd, Buffer.alloc(1), () => { reads++; })
+        : readPipe(started.fd, () => { reads++; }, () => {});
+      watch.unref();
+      process.on('exit', () => console.log(JSON.stringify({ watching: watch !== null, pid: started.pid })));
+      setTimeout(() => {}, 50);
+    `;
+    const r = nodeCp.spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 20000 });
+    const out = r.stdout ? JSON.parse(r.stdout) : {};
+    if (out.pid) try { process.kill(out.pid, 'SIGKILL'); } catch {}
+    assert.deepEqual([r.status, r.signal, out.watching], [0, null, true], r.stderr);
+  });
+}
