@@ -845,19 +845,21 @@ static struct {
  * worker's loop is its own, and is closed at the worker's exit). */
 static struct uv_loop_s *main_loop;
 
-/* Set when the main thread's environment begins its teardown (an env
- * cleanup hook: after process 'exit', before Node-API's own hook frees the
- * env). Node then runs the loop to close its own handles, and a watch's
- * poll, still open, may fire in it: it must not call into the env any
- * more (a freed env: SIGSEGV at exit). Its callbacks stop the poll and
- * return; the process is going away, and so are the servers' sockets. */
-static bool main_env_closing;
+/* An environment that may make watches (one registration on the main
+ * thread), told when its teardown begins: an env cleanup hook, which runs
+ * after process 'exit' and before Node-API's own hook frees the env (hooks
+ * run newest first, and Node-API's was added before the module's init).
+ * Node then runs the loop to close its own handles, and a watch's poll,
+ * still open, may fire in it: it must not call into the env any more (a
+ * freed env: SIGSEGV at exit). Its callbacks stop the poll and return;
+ * the process (or this environment) is going away, and so are the
+ * servers' sockets. Never freed: a watch may outlive its env's teardown. */
+struct env_state {
+	napi_env env;
+	bool closing;
+};
 
-static void main_env_cleanup(void *arg)
-{
-	(void)arg;
-	main_env_closing = true;
-}
+static void env_cleanup(void *arg);
 
 static int uv_found(void)
 {
@@ -881,6 +883,7 @@ static int uv_found(void)
 
 struct watch {
 	napi_env env;
+	struct env_state *state;        /* its env's: closing, no more calls into it */
 	napi_ref callback;
 	napi_ref buffer;                /* keeps `data` alive (not a pipe's) */
 	napi_async_context context;
@@ -958,7 +961,7 @@ static void on_readable(void *handle, int status, int events)
 	int err;
 
 	(void)events;
-	if (main_env_closing) {
+	if (w->state->closing) {
 		uv.poll_stop(w->handle);
 		return;
 	}
@@ -1011,6 +1014,16 @@ static void drop_spare(void)
 	if (spare != NULL)
 		napi_delete_reference(spare_env, spare);
 	spare = NULL;
+}
+
+static void env_cleanup(void *arg)
+{
+	struct env_state *st = arg;
+
+	st->closing = true;
+	/* Its spare Buffer goes now, while the env can still let go of it. */
+	if (spare != NULL && spare_env == st->env)
+		drop_spare();
 }
 
 /* An allocation failed: no exception may be left pending for the
@@ -1100,7 +1113,7 @@ static void on_pipe_readable(void *handle, int status, int events)
 	ssize_t n;
 	int err;
 
-	if (main_env_closing) {
+	if (w->state->closing) {
 		uv.poll_stop(w->handle);
 		return;
 	}
@@ -1135,7 +1148,8 @@ static struct watch *watch_arg(napi_env env, napi_value v)
 
 /* A new watch on fd (reads into data, or a pipe's into the shared
  * buffer), started; or -errno as a JS number, the fd left to the caller. */
-static napi_value watch_new(napi_env env, int32_t fd, napi_value buffer, void *data, size_t size, napi_value callback)
+static napi_value watch_new(napi_env env, struct env_state *st, int32_t fd, napi_value buffer, void *data, size_t size,
+			    napi_value callback)
 {
 	napi_value name, out = NULL;
 	struct uv_loop_s *loop = NULL;
@@ -1145,12 +1159,14 @@ static napi_value watch_new(napi_env env, int32_t fd, napi_value buffer, void *d
 
 	/* The main thread's loop only: a worker's would be closed at its
 	 * exit with this handle still open, which aborts the process. */
-	if (!uv_found() || napi_get_uv_event_loop(env, &loop) != 0 || loop == NULL || loop != main_loop)
+	if (!uv_found() || st == NULL || st->closing || napi_get_uv_event_loop(env, &loop) != 0 || loop == NULL
+	    || loop != main_loop)
 		return int_value(env, -ENOSYS);
 	w = calloc(1, sizeof(*w) + uv.handle_size(UV_POLL_TYPE));
 	if (w == NULL)
 		return int_value(env, -ENOMEM);
 	w->env = env;
+	w->state = st;
 	w->refs = 1;                    /* the handle's */
 	w->fd = fd;
 	w->data = data;
@@ -1189,26 +1205,27 @@ static napi_value watch(napi_env env, napi_callback_info info)
 {
 	size_t argc = 3, size = 0;
 	napi_value args[3];
-	void *data = NULL;
+	void *data = NULL, *st = NULL;
 	int32_t fd;
 
-	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 3
+	if (napi_get_cb_info(env, info, &argc, args, NULL, &st) != 0 || argc < 3
 	    || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0
 	    || napi_get_buffer_info(env, args[1], &data, &size) != 0 || size == 0 || size > INT32_MAX)
 		return type_error(env, "watch(fd, buffer, callback)");
-	return watch_new(env, fd, args[1], data, size, args[2]);
+	return watch_new(env, st, fd, args[1], data, size, args[2]);
 }
 
 static napi_value watch_pipe(napi_env env, napi_callback_info info)
 {
 	size_t argc = 2;
 	napi_value args[2];
+	void *st = NULL;
 	int32_t fd;
 
-	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 2
+	if (napi_get_cb_info(env, info, &argc, args, NULL, &st) != 0 || argc < 2
 	    || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0)
 		return type_error(env, "watchPipe(fd, callback)");
-	return watch_new(env, fd, NULL, NULL, PIPE_READ, args[1]);
+	return watch_new(env, st, fd, NULL, NULL, PIPE_READ, args[1]);
 }
 
 static napi_value pause_watch(napi_env env, napi_callback_info info)
@@ -1311,12 +1328,17 @@ static napi_value write_fd(napi_env env, napi_callback_info info)
 	return int_value(env, n < 0 ? -errno : (int32_t)n);
 }
 
-static void export(napi_env env, napi_value exports, const char *name, napi_callback cb)
+static void export_with(napi_env env, napi_value exports, const char *name, napi_callback cb, void *data)
 {
 	napi_value fn;
 
-	if (napi_create_function(env, name, strlen(name), cb, NULL, &fn) == 0)
+	if (napi_create_function(env, name, strlen(name), cb, data, &fn) == 0)
 		napi_set_named_property(env, exports, name, fn);
+}
+
+static void export(napi_env env, napi_value exports, const char *name, napi_callback cb)
+{
+	export_with(env, exports, name, cb, NULL);
 }
 
 napi_value napi_register_module_v1(napi_env env, napi_value exports);
@@ -1326,18 +1348,21 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	/* The reserve is the main thread's (start and receive run there),
 	 * and so are watches (main_loop): a worker thread loading the addon
 	 * leaves both alone. */
-	if (syscall(SYS_gettid) == getpid()) {
-		static bool hooked;
+	struct env_state *st = NULL;
 
+	if (syscall(SYS_gettid) == getpid()) {
 		keep_reserve();
 		if (napi_get_uv_event_loop(env, &main_loop) != 0)
 			main_loop = NULL;
-		/* Once: a second hook with the same function and argument
-		 * would abort the process. No hook, no watches. */
-		if (!hooked && main_loop != NULL)
-			hooked = napi_add_env_cleanup_hook(env, main_env_cleanup, NULL) == 0;
-		if (!hooked)
-			main_loop = NULL;
+		/* A state of its own per registration (a hook's function and
+		 * argument must be unique). No hook, no watches. */
+		if (main_loop != NULL && (st = calloc(1, sizeof(*st))) != NULL) {
+			st->env = env;
+			if (napi_add_env_cleanup_hook(env, env_cleanup, st) != 0) {
+				free(st);
+				st = NULL;
+			}
+		}
 	}
 	export(env, exports, "start", start);
 	export(env, exports, "launched", launched);
@@ -1346,10 +1371,10 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "envBlock", env_block);
 	export(env, exports, "receive", receive);
 	export(env, exports, "stat", stat_path);
-	export(env, exports, "watch", watch);
+	export_with(env, exports, "watch", watch, st);
 	export(env, exports, "unwatch", unwatch);
 	export(env, exports, "refWatch", ref_watch);
-	export(env, exports, "watchPipe", watch_pipe);
+	export_with(env, exports, "watchPipe", watch_pipe, st);
 	export(env, exports, "pauseWatch", pause_watch);
 	export(env, exports, "shutdown", shutdown_fd);
 	export(env, exports, "write", write_fd);

@@ -666,11 +666,14 @@ test('with SPAWNPOOL_ADDON=0 servers start through node:child_process and serve 
 // close its own handles; a watch still open then fired into the freed
 // Node-API env (SIGSEGV, about 1 exit in 300 of an unref'd detached spawn
 // under load). Here the socket stays readable through the whole teardown:
-// a writer that never stops, read 1 byte (or 64 KiB, a pipe) at a time.
+// a writer that never stops, read 1 byte at a time (watchSocket: this
+// case crashed every time without the fix). A pipe's watch ends itself
+// earlier in the teardown (no Buffer can be made once JS is off), so its
+// case passes either way: it guards the pipe path's exit, not the fix.
 for (const kind of ['watchSocket', 'readPipe']) {
   test(`a process exits cleanly with an unref'd ${kind} still readable (no call into the env it is tearing down)`, withAddon, async () => {
     const code = `
-      const { startProcess, watchSocket, readPipe } = await import(${JSON.stringify(new URL('../../lib/launch.js', import.meta.url).href)});
+      const { startProcess, launchResult, watchSocket, readPipe } = await import(${JSON.stringify(new URL('../../lib/launch.js', import.meta.url).href)});
       const { closeSync } = await import('node:fs');
       const started = startProcess('/bin/sh', ['sh', '-c', 'exec yes >&3'], ['PATH=/usr/bin:/bin']);
       closeSync(started.feedFd);
@@ -679,8 +682,8 @@ for (const kind of ['watchSocket', 'readPipe']) {
       const watch = ${kind === 'watchSocket'}
         ? watchSocket(started.fd, Buffer.alloc(1), () => { reads++; })
         : readPipe(started.fd, () => { reads++; }, () => {});
-      watch.unref();
-      process.on('exit', () => console.log(JSON.stringify({ watching: watch !== null, pid: started.pid })));
+      watch?.unref();
+      process.on('exit', () => console.log(JSON.stringify({ watching: watch !== null, pid: launchResult(started.launch)?.pid })));
       setTimeout(() => {}, 50);
     `;
     const r = nodeCp.spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 20000 });
