@@ -338,6 +338,9 @@ test('an oversized spawn request (20 MB env) fails alone with E2BIG; the server 
   const bystander = pool.spawn('sh', ['-c', 'sleep 0.5; echo bystander']);
   const bystanderDone = watch(bystander);
   await once(bystander, 'spawn');
+  // 'spawn' comes on the next tick, as Node's; the server's pid is known
+  // once its launch has returned or its HELLO been read (later, under load).
+  assert.ok(await until(() => serverPidsOf(pool).length === 1, 10_000), 'the server has a pid');
   trackServers(pool);
   const server = serverPidsOf(pool)[0];
   let outcome;

@@ -40,7 +40,13 @@ test('request ids that wrap skip the ids still live', async () => {
   const pool = createPool({ size: 1 });
   const long = pool.spawn('sleep', ['0.5']);
   await once(long, 'spawn');
+  // 'spawn' comes on the next tick, as Node's; the server's pid is known
+  // once its launch has returned or its HELLO been read (later, under load).
+  for (let waited = 0; pool.stats().servers[0]?.pid == null && waited < 10_000; waited += 25) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
   const server = pool.stats().servers[0];
+  assert.notEqual(server?.pid, null, 'the server has a pid');
   const live = [...findServer(pool, server.pid).sessions.keys()][0];
   findServer(pool, server.pid).nextId = live; // the next id would be the live one
   assert.deepEqual(await run(pool.spawn, 'echo', ['fresh']), { out: 'fresh\n', code: 0, signal: null, events: [] });
