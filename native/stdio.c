@@ -460,8 +460,8 @@ static void stream_read_once(struct stream *s, int *drained)
 		}
 	}
 	if (n > 0) {
-		/* Short, but perhaps not empty (see still_queued); a writer
-		 * that has gone is read on to EOF anyway. */
+		/* Short, but perhaps not empty (see queued_after_short_read);
+		 * a writer that has gone is read on to EOF anyway. */
 		int q = (size_t)n < want && !s->hup ? queued_after_short_read(s) : 0;
 		int left = q > 0;
 

@@ -18,7 +18,7 @@ import { createPool } from '../../lib/index.js';
 import { addon } from '../../lib/launch.js';
 import { killByMarker } from '../helpers/leaks.js';
 import { withServerStopped } from '../helpers/stopped.js';
-import { stdoutBeforeStderr } from '../helpers/record.js';
+import { stdoutBeforeStderr, until } from '../helpers/record.js';
 
 const MB = 1024 * 1024;
 const lib = fileURLToPath(new URL('../../lib/index.js', import.meta.url));
@@ -119,7 +119,7 @@ test('a writer still there with a chunk\'s worth queued behind its first is hand
     const runsSh = () => { try { return readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').includes(go); } catch { return false; } };
     await withServerStopped(child, () => pool.stats().servers[0].pid, runsSh, () => writeFileSync(go, ''),
       (pid) => { server = pid; }, () => existsSync(written));
-    for (const until = Date.now() + 10_000; pool.stats().handedOver === before && Date.now() < until;) await new Promise((r) => setTimeout(r, 5));
+    await until(() => pool.stats().handedOver !== before);
     assert.equal(pool.stats().handedOver - before, 1, 'handed over while the writer runs');
     writeFileSync(end, '');
     const [[hash, n], [code]] = await done;

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool } from '../../lib/index.js';
 import { Server } from '../../lib/server.js';
 import { isGone } from '../helpers/leaks.js';
+import { until } from '../helpers/record.js';
 
 const script = (name) => fileURLToPath(new URL(`../fixtures/scripts/${name}`, import.meta.url));
 const killServers = (pool) => pool.stats().servers.forEach((s) => process.kill(s.pid, 'SIGKILL'));
@@ -42,9 +43,7 @@ test('request ids that wrap skip the ids still live', async () => {
   await once(long, 'spawn');
   // 'spawn' comes on the next tick, as Node's; the server's pid is known
   // once its launch has returned or its HELLO been read (later, under load).
-  for (let waited = 0; pool.stats().servers[0]?.pid == null && waited < 10_000; waited += 25) {
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await until(() => pool.stats().servers[0]?.pid != null);
   const server = pool.stats().servers[0];
   assert.notEqual(server?.pid, null, 'the server has a pid');
   const live = [...findServer(pool, server.pid).sessions.keys()][0];

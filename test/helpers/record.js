@@ -211,6 +211,12 @@ export async function waitFor(emitter, event, ms = 5000) {
   }
 }
 
+/** Polls `ok()` every 5 ms until it holds or `ms` have passed; returns its last value. */
+export async function until(ok, ms = 10_000) {
+  for (const end = Date.now() + ms; !ok() && Date.now() < end;) await sleep(5);
+  return ok();
+}
+
 /** Where two plain values differ: ["path: actual … expected …"], at most `max` entries. */
 export function diffPaths(actual, expected, max = 12) {
   const out = [];

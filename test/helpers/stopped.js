@@ -5,13 +5,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readlinkSync } from 'node:fs';
 import { procStat } from './leaks.js';
-
-const pause = () => new Promise((resolve) => setTimeout(resolve, 5));
-
-async function until(ok, ms = 10_000) {
-  for (const end = Date.now() + ms; !ok() && Date.now() < end;) await pause();
-  return ok();
-}
+import { until } from './record.js';
 
 /**
  * Waits until `child` runs its program (`running()`: a parked child's pid
