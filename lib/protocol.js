@@ -35,17 +35,36 @@ export const stdioFd = (n) => 2 + n;
 
 export class ProtocolError extends Error {}
 
+// Little-endian integers, by hand: the same stores and loads as Buffer's
+// writeUInt32LE/readUInt32LE, without their range checks (every value here
+// is made to fit) and without compiling those Node functions inside a
+// process's first spawn (they are not in Node's startup snapshot).
+/** Writes `v` (0..2 ** 32 - 1) at `off`; returns the offset after it. */
+export function putU32(buf, off, v) {
+  buf[off] = v;
+  buf[off + 1] = v >>> 8;
+  buf[off + 2] = v >>> 16;
+  buf[off + 3] = v >>> 24;
+  return off + 4;
+}
+
+/** The unsigned 32-bit integer at `off`. */
+export const getU32 = (buf, off) => (buf[off] | (buf[off + 1] << 8) | (buf[off + 2] << 16)) + buf[off + 3] * 0x1000000;
+
+/** The signed 32-bit integer at `off`. */
+export const getI32 = (buf, off) => buf[off] | (buf[off + 1] << 8) | (buf[off + 2] << 16) | (buf[off + 3] << 24);
+
 function header(type, id, payloadLength) {
   const buf = Buffer.allocUnsafe(HEADER + payloadLength);
-  buf.writeUInt32LE(5 + payloadLength, 0);
+  putU32(buf, 0, 5 + payloadLength);
   buf[4] = type;
-  buf.writeUInt32LE(id, 5);
+  putU32(buf, 5, id);
   return buf;
 }
 
 function u32Frame(type, id, ...values) {
   const buf = header(type, id, 4 * values.length);
-  values.forEach((v, i) => buf.writeUInt32LE(v >>> 0, HEADER + 4 * i));
+  values.forEach((v, i) => putU32(buf, HEADER + 4 * i, v >>> 0));
   return buf;
 }
 
@@ -68,7 +87,7 @@ function strFrame(type, id, i32s, str) {
   const buf = header(type, id, 4 * i32s.length + 4 + len);
   let off = HEADER;
   for (const v of i32s) off = buf.writeInt32LE(v, off);
-  off = buf.writeUInt32LE(len, off);
+  off = putU32(buf, off, len);
   buf.write(str, off);
   return buf;
 }
@@ -82,7 +101,7 @@ export const encodeKill = (id, signal) => u32Frame(T.KILL, id, signal);
 export const encodeCredit = (id, fd, bytes) => {
   const buf = header(T.CREDIT, id, 5);
   buf[HEADER] = fd;
-  buf.writeUInt32LE(bytes, HEADER + 1);
+  putU32(buf, HEADER + 1, bytes);
   return buf;
 };
 export const encodeClose = (id, fd) => bytesFrame(T.CLOSE, id, fd, Buffer.alloc(0));
@@ -123,19 +142,19 @@ export function encodeSpawn(id, req, pid = 0, flags = 0) {
   }
   const buf = header(T.SPAWN, id, size);
   let off = HEADER;
-  off = buf.writeUInt32LE(pid >>> 0, off);
-  off = buf.writeUInt32LE((req.flags | flags) >>> 0, off);
-  off = buf.writeUInt32LE(req.uid >>> 0, off);
-  off = buf.writeUInt32LE(req.gid >>> 0, off);
-  off = buf.writeUInt32LE(req.window >>> 0, off);
+  off = putU32(buf, off, pid >>> 0);
+  off = putU32(buf, off, (req.flags | flags) >>> 0);
+  off = putU32(buf, off, req.uid >>> 0);
+  off = putU32(buf, off, req.gid >>> 0);
+  off = putU32(buf, off, req.window >>> 0);
   buf[off++] = req.stdio[0];
   buf[off++] = req.stdio[1];
   buf[off++] = req.stdio[2];
   off = putString(buf, off, strings[0], lengths[0]);
   off = putString(buf, off, strings[1], lengths[1]);
-  off = buf.writeUInt32LE(req.argv.length, off);
+  off = putU32(buf, off, req.argv.length);
   for (let i = 0; i < req.argv.length; i++) off = putString(buf, off, strings[2 + i], lengths[2 + i]);
-  off = buf.writeUInt32LE(sameEnv ? 0 : req.env.length, off);
+  off = putU32(buf, off, sameEnv ? 0 : req.env.length);
   buf.set(env, off);
   return buf;
 }
@@ -146,7 +165,7 @@ const SHORT_STRING = 64;
 
 /** Writes `str` (`n` bytes in UTF-8) at `off` as [u32 length][bytes]; returns the offset after it. */
 function putString(buf, off, str, n) {
-  off = buf.writeUInt32LE(n, off);
+  off = putU32(buf, off, n);
   // A short ASCII string (its UTF-8 length is its length) is copied here:
   // cheaper than a call into C++ for the few bytes of most names.
   if (n === str.length && n <= SHORT_STRING) {
@@ -168,7 +187,7 @@ const envBlock = lastFrozen((env) => {
   let off = 0;
   for (let i = 0; i < env.length; i++) {
     const n = block.write(env[i], off + 4);
-    block.writeUInt32LE(n, off);
+    putU32(block, off, n);
     off += 4 + n;
   }
   return block;
@@ -187,8 +206,8 @@ class Reader {
     if (this.end - this.off < n) throw new ProtocolError('truncated payload');
   }
   u8() { this.need(1); return this.buf[this.off++]; }
-  u32() { this.need(4); const v = this.buf.readUInt32LE(this.off); this.off += 4; return v; }
-  i32() { this.need(4); const v = this.buf.readInt32LE(this.off); this.off += 4; return v; }
+  u32() { this.need(4); const v = getU32(this.buf, this.off); this.off += 4; return v; }
+  i32() { this.need(4); const v = getI32(this.buf, this.off); this.off += 4; return v; }
   bytes(n) { this.need(n); const v = this.buf.subarray(this.off, this.off + n); this.off += n; return v; }
   rest() { return this.bytes(this.end - this.off); }
   str() {
@@ -291,7 +310,7 @@ function checkDataLength(len) {
 function decodeData(buf, start, end) {
   if (end - start < HEADER + 2) throw new ProtocolError(end - start < HEADER + 1 ? 'truncated payload' : 'empty data');
   const fd = dataFd(buf, start, end - start - 4);
-  return { type: T.DATA, id: buf.readUInt32LE(start + 5), fd, data: buf.subarray(start + HEADER + 1, end), owned: false };
+  return { type: T.DATA, id: getU32(buf, start + 5), fd, data: buf.subarray(start + HEADER + 1, end), owned: false };
 }
 
 /** Decodes one frame at buf[start..end) (header included) into a message object. */
@@ -300,7 +319,7 @@ export function decodeFrame(buf, start, end) {
   if (type === T.DATA) return decodeData(buf, start, end);
   const decode = payloadDecoders[type];
   if (decode === undefined) throw new ProtocolError(`unknown frame type 0x${type.toString(16)}`);
-  const msg = { type, id: buf.readUInt32LE(start + 5) };
+  const msg = { type, id: getU32(buf, start + 5) };
   const r = new Reader(buf, start + HEADER, end);
   decode(r, msg);
   r.done();
@@ -353,7 +372,7 @@ export class Decoder {
     this.need = 4;
     try {
       while (chunk.length - off >= 4) {
-        const len = chunk.readUInt32LE(off);
+        const len = getU32(chunk, off);
         if (len < 5 || len > MAX_FRAME) throw new ProtocolError(`bad frame length ${len}`);
         if (chunk.length - off - 4 < len) {
           if (this.startData(chunk, off, len)) off = chunk.length;
@@ -389,7 +408,7 @@ export class Decoder {
     const start = off + HEADER + 1;
     const data = Buffer.allocUnsafe(dataBytes(len));
     const filled = chunk.copy(data, 0, start);
-    this.data = { id: chunk.readUInt32LE(off + 5), fd, data, filled };
+    this.data = { id: getU32(chunk, off + 5), fd, data, filled };
     return true;
   }
 

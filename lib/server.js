@@ -7,7 +7,7 @@ import { Socket } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { isMainThread } from 'node:worker_threads';
 import {
-  Decoder, T, encodeHello, encodeSpawn, joinData, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER, FLAG_SAME_ENV,
+  Decoder, T, encodeHello, encodeSpawn, joinData, ProtocolError, VERSION, FEED_LEADER, FLAG_HANDOVER, FLAG_SAME_ENV, getU32,
 } from './protocol.js';
 import { asCallback, closeOverdue } from './delivery.js';
 import { debug, now } from './observe.js';
@@ -460,7 +460,7 @@ export class Server {
     const end = this.feedKept + n;
     let off = 0;
     for (; off + 4 <= end; off += 4) {
-      const pid = this.feedBuf.readUInt32LE(off);
+      const pid = getU32(this.feedBuf, off);
       if (pid === 0) this.parks = false;      // the server cannot park here
       else if (pid >= FEED_LEADER) this.leaders.push(pid - FEED_LEADER);
       else this.pids.push(pid);

@@ -201,10 +201,14 @@ function namespacesProblem() {
 
 /** Code caches of other V8s for this bundle are left alone (another Node may share this install). */
 function makeCodeCache() {
+  // One server to start with, whatever the machine, in a pool that may grow
+  // to the default size: the default sizing, which an application's first
+  // spawn runs, is compiled too. No cache read: this run makes it.
+  const env = { ...process.env, SPAWNPOOL_MIN: '1', SPAWNPOOL_CODE_CACHE: '0' };
+  delete env.SPAWNPOOL_SIZE;
+  delete env.SPAWNPOOL_MAX;
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--cache-child'], {
-    cwd: root, encoding: 'utf8', timeout: 30_000,
-    // One server, whatever the machine; no cache read: this run makes it.
-    env: { ...process.env, SPAWNPOOL_SIZE: '1', SPAWNPOOL_CODE_CACHE: '0' },
+    cwd: root, encoding: 'utf8', timeout: 30_000, env,
   });
   if (r.status !== 0) {
     throw new BundleError(`no code cache: the warm-up ${r.error?.message ?? `exited ${r.status ?? r.signal}`}: ${(r.stderr ?? '').trim().split('\n')[0]}`);

@@ -305,3 +305,20 @@ test("SPAWN's strings are their UTF-8 bytes whichever way they are copied (short
     assert.deepEqual(P.encodeSpawn(42, req, 7), expected, JSON.stringify(s));
   }
 });
+
+test('putU32/getU32/getI32 store and load as Buffer\'s little-endian methods do, at the edges of their range', () => {
+  for (const v of [0, 1, 0xff, 0x100, 0x7fff, 0x8000, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff, 0x12345678]) {
+    const ours = Buffer.alloc(6, 0xaa);
+    const node = Buffer.alloc(6, 0xaa);
+    assert.equal(P.putU32(ours, 1, v), 5);
+    node.writeUInt32LE(v, 1);
+    assert.deepEqual(ours, node, `store of ${v}`);
+    assert.equal(P.getU32(node, 1), node.readUInt32LE(1), `load of ${v}`);
+    assert.equal(P.getI32(node, 1), node.readInt32LE(1), `signed load of ${v}`);
+  }
+  for (const v of [-1, -(2 ** 31), -7]) {
+    const buf = Buffer.alloc(4);
+    buf.writeInt32LE(v, 0);
+    assert.equal(P.getI32(buf, 0), v);
+  }
+});
