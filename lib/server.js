@@ -63,9 +63,15 @@ const fdOf = (stream) => {
 // SPAWND_PARK: our protocol version and the parked children the HELLO
 // will ask for, parked from the server's start if it speaks that version
 // (native/main.c, park_early).
+// (The keys first, then the few values kept: process.env reads each value
+// through an interceptor, and this runs inside a process's first spawn.)
 const passEnv = (env, parked) => {
-  const kept = Object.fromEntries(Object.entries(env).filter(([k]) =>
-    (k.startsWith('SPAWND_') && k !== 'SPAWND_PARK') || k === 'SPAWNPOOL_PATH_CACHE' || k.endsWith('SAN_OPTIONS')));
+  const kept = {};
+  for (const k of Object.keys(env)) {
+    if ((k.startsWith('SPAWND_') && k !== 'SPAWND_PARK') || k === 'SPAWNPOOL_PATH_CACHE' || k.endsWith('SAN_OPTIONS')) {
+      kept[k] = env[k];
+    }
+  }
   if (parked > 0) kept.SPAWND_PARK = `${VERSION}:${parked}`;
   return kept;
 };
