@@ -38,3 +38,16 @@ test('capabilities: CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_SETUID, CAP_SETGI
   assert.equal(caps('00000000000000c0').setuid, true);
   assert.equal(caps('00000000000000c0').setgid, true);
 });
+
+test('fields found by name wherever they are: first line, last line, no trailing newline, empty at the end', () => {
+  const first = parseStatus('Uid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\t9 10');
+  assert.deepEqual([first.ruid, first.euid, first.suid, first.rgid, first.egid, first.sgid], [1, 2, 3, 5, 6, 7]);
+  assert.deepEqual(first.groups, [9, 10]);
+  assert.deepEqual(parseStatus('Uid:\t1\t1\t1\t1\nGroups:\t').groups, []);
+  assert.deepEqual(parseStatus('Uid:\t1\t1\t1\t1\nGroups:\t\n').groups, []);
+  // A field name inside another's (Tgid, NStgid) is not Gid.
+  const inside = parseStatus('Name:\tx\nTgid:\t77\nNStgid:\t78\nGid:\t5\t6\t7\t8\n');
+  assert.deepEqual([inside.rgid, inside.egid], [5, 6]);
+  // No CapEff (a text that lacks it): no capability.
+  assert.equal(parseStatus('Uid:\t0\t0\t0\t0\n').dacOverride, false);
+});
