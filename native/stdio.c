@@ -283,6 +283,8 @@ static int stream_hand_over(struct stream *s)
 	while (n < 0 && errno == EINTR);
 	err = n < 0 ? errno : EPROTO;   /* a SOCK_SEQPACKET send is whole or fails */
 	if (n == (ssize_t)sizeof(body)) {
+		DBG("handover of %u fd %d after %llu bytes relayed", m.id, s->which,
+		    (unsigned long long)s->relayed);
 		conn_send(&m);
 		stream_close(s);
 		return 1;
@@ -400,7 +402,8 @@ static ssize_t relay_splice(struct stream *s, size_t want)
  * relayed (a handover costs the client more than that chunk costs us);
  * after a full chunk, with more behind it, the client's reads of the
  * pipe cost less than our relay (docs/benchmarks.md, "Twelfth pass"),
- * unless the writer has gone and little is left: that is relayed too. */
+ * unless the writer has gone and little is left: that is relayed too.
+ * (busy_from_the_start() makes the same choice before the first read.) */
 static int worth_handing_over(struct stream *s)
 {
 	int unread = 0;
@@ -408,6 +411,23 @@ static int worth_handing_over(struct stream *s)
 	if (s->fd < 0 || !s->busy || s->relayed < SPAWND_PIPE_CHUNK || !s->handover || handover_fd < 0)
 		return 0;
 	return !s->hup || ioctl(s->fd, FIONREAD, &unread) < 0 || unread >= SPAWND_PIPE_CHUNK / 2;
+}
+
+/* Whether a stream not read yet goes to the client before its first read:
+ * more than a chunk is queued already (the writer outran us), so the
+ * relay of that first chunk (our read and write of it, the client's read
+ * and copy of it) would only precede a handover anyway. It is
+ * worth_handing_over's test, made on what is queued (with the writer
+ * gone, at least half a chunk behind the first). One FIONREAD, at a
+ * stream's first read only (docs/benchmarks.md, "Fourteenth pass"). */
+static int busy_from_the_start(struct stream *s)
+{
+	int unread = 0;
+
+	if (s->relayed > 0 || !s->handover || handover_fd < 0 || s->fd < 0 ||
+	    ioctl(s->fd, FIONREAD, &unread) < 0 || unread <= SPAWND_PIPE_CHUNK)
+		return 0;
+	return !s->hup || unread - SPAWND_PIPE_CHUNK >= SPAWND_PIPE_CHUNK / 2;
 }
 
 /* Reads a ready stream as libuv reads a readable pipe: up to 32 chunks
@@ -425,6 +445,8 @@ static void stream_read(struct stream *s)
 {
 	int drained = 0;
 
+	if (s->readable && s->credit > 0 && busy_from_the_start(s) && stream_hand_over(s))
+		return;
 	for (int i = 0; i < SPAWND_READS_IN_A_ROW && !drained && s->fd >= 0 && s->readable &&
 	     s->credit > 0 && (i == 0 || conn_pipe_room()); i++) {
 		stream_read_once(s, &drained);

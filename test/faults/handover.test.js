@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import * as nodeCp from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { isDeepStrictEqual } from 'node:util';
+import { isDeepStrictEqual, promisify } from 'node:util';
 import { createPool } from '../../lib/index.js';
 import { addon } from '../../lib/launch.js';
 import { killByMarker } from '../helpers/leaks.js';
@@ -100,37 +100,63 @@ test('a writer that has gone with little left after the first chunk is relayed t
   }
 });
 
-test('a writer still there with a chunk\'s worth queued behind its first is handed over after that first chunk', { skip }, async () => {
-  // 150,000 bytes queued while the server is stopped, the writer alive:
-  // the server relays one 64 KiB chunk and hands the rest over (under
-  // 192 KiB, the threshold before 2026-11-28, it relayed them all).
-  const pool = createPool({ size: 1 });
-  const go = join(dir, 'go-live');
-  const written = join(dir, 'written');
-  const end = join(dir, 'end');
-  let server = 0;
-  try {
-    for (const f of [go, written, end]) rmSync(f, { force: true });
-    const before = pool.stats().handedOver;
-    const script = 'while [ ! -e "$1" ]; do sleep 0.01; done; head -c 150000 "$4"; : > "$2"; while [ ! -e "$3" ]; do sleep 0.01; done';
-    const child = pool.spawn('sh', ['-c', script, 'sh', go, written, end, big]);
-    const done = Promise.all([hashOf(child.stdout), once(child, 'close')]);
-    await once(child, 'spawn');
-    const runsSh = () => { try { return readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').includes(go); } catch { return false; } };
-    await withServerStopped(child, () => pool.stats().servers[0].pid, runsSh, () => writeFileSync(go, ''),
-      (pid) => { server = pid; }, () => existsSync(written));
-    await until(() => pool.stats().handedOver !== before);
-    assert.equal(pool.stats().handedOver - before, 1, 'handed over while the writer runs');
-    writeFileSync(end, '');
-    const [[hash, n], [code]] = await done;
-    assert.equal(n, 150000);
-    assert.equal(hash, createHash('sha256').update(readFileSync(big).subarray(0, 150000)).digest('hex'));
-    assert.equal(code, 0);
-  } finally {
-    if (server !== 0) process.kill(server, 'SIGCONT');
-    writeFileSync(end, '');         // the child's last wait, should an assertion fail before it
-    await pool.close();
-  }
+test('a writer still there: more than a chunk queued at the first read goes over before any byte is relayed; exactly one chunk, after that chunk', { skip }, async () => {
+  // The server is stopped while the child writes, then goes on with the
+  // writer still alive. 150,000 bytes queued: the first read would only
+  // relay a chunk ahead of a handover, so the stream goes over before it
+  // (one FIONREAD at a stream's first read). 65,536 queued: the first read
+  // relays that full chunk, and the stream goes over after it; 100,000
+  // more follow through the handed-over pipe. spawnd's debug line
+  // (SPAWND_DEBUG=1) tells which, so the scenario runs in a process of
+  // its own, with the server's stderr captured.
+  const code = `
+    const { createHash } = await import('node:crypto');
+    const { once } = await import('node:events');
+    const { existsSync, readFileSync, rmSync, writeFileSync } = await import('node:fs');
+    const { createPool } = await import(${JSON.stringify(new URL('../../lib/index.js', import.meta.url).href)});
+    const { withServerStopped } = await import(${JSON.stringify(new URL('../helpers/stopped.js', import.meta.url).href)});
+    const { until } = await import(${JSON.stringify(new URL('../helpers/record.js', import.meta.url).href)});
+    const [dir, big] = ${JSON.stringify([dir, big])};
+    const pool = createPool({ size: 1 });
+    const out = [];
+    let server = 0;
+    try {
+      for (const [first, more] of [[150000, 0], [65536, 100000]]) {
+        const [go, written, end] = ['go', 'written', 'end'].map((f) => dir + '/' + f + first);
+        const before = pool.stats().handedOver;
+        const script = 'while [ ! -e "$1" ]; do sleep 0.01; done; head -c "$5" "$4"; : > "$2"; '
+          + 'while [ ! -e "$3" ]; do sleep 0.01; done; tail -c +$(($5 + 1)) "$4" | head -c "$6"';
+        const child = pool.spawn('sh', ['-c', script, 'sh', go, written, end, big, String(first), String(more)]);
+        const hash = createHash('sha256');
+        let n = 0;
+        child.stdout.on('data', (d) => { hash.update(d); n += d.length; });
+        const closed = once(child, 'close');
+        await once(child, 'spawn');
+        const runsSh = () => { try { return readFileSync('/proc/' + child.pid + '/cmdline', 'utf8').includes(go); } catch { return false; } };
+        await withServerStopped(child, () => pool.stats().servers[0].pid, runsSh, () => writeFileSync(go, ''),
+          (pid) => { server = pid; }, () => existsSync(written));
+        await until(() => pool.stats().handedOver !== before);
+        const handed = pool.stats().handedOver - before;
+        writeFileSync(end, '');
+        const [code] = await closed;
+        const want = createHash('sha256').update(readFileSync(big).subarray(0, first + more)).digest('hex');
+        out.push({ first, handed, n, same: hash.digest('hex') === want, code });
+      }
+    } finally {
+      if (server !== 0) process.kill(server, 'SIGCONT');
+      await pool.close();
+    }
+    console.log(JSON.stringify(out));
+  `;
+  const { stdout, stderr } = await promisify(nodeCp.execFile)(process.execPath, ['--input-type=module', '-e', code], {
+    env: { ...process.env, SPAWND_DEBUG: '1' }, maxBuffer: 16 * MB, timeout: 60_000,
+  });
+  assert.deepEqual(JSON.parse(stdout), [
+    { first: 150000, handed: 1, n: 150000, same: true, code: 0 },
+    { first: 65536, handed: 1, n: 165536, same: true, code: 0 },
+  ]);
+  const relayed = Array.from(stderr.matchAll(/handover of \d+ fd 1 after (\d+) bytes relayed/g), (m) => Number(m[1]));
+  assert.deepEqual(relayed, [0, 65536], stderr.split('\n').filter((l) => /handover/.test(l)).join('\n'));
 });
 
 test('bytes the child wrote to a handed-over stdout come before what it wrote to stderr next (as Node reads them)', { skip }, async (t) => {
