@@ -418,8 +418,11 @@ static int worth_handing_over(struct stream *s)
  * relay of that first chunk (our read and write of it, the client's read
  * and copy of it) would only precede a handover anyway. It is
  * worth_handing_over's test, made on what is queued (with the writer
- * gone, at least half a chunk behind the first). One FIONREAD, at a
- * stream's first read only (docs/benchmarks.md, "Fourteenth pass"). */
+ * gone, at least half a chunk behind the first), whatever the credit: a
+ * window smaller than a chunk, whose reads never fill one, does not keep
+ * such a stream from going over here (its credit is void from then on).
+ * One FIONREAD at a stream's first read (again only after a first read
+ * that found nothing: EAGAIN); docs/benchmarks.md, "Fourteenth pass". */
 static int busy_from_the_start(struct stream *s)
 {
 	int unread = 0;
