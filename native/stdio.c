@@ -398,6 +398,13 @@ static ssize_t relay_splice(struct stream *s, size_t want)
 	return n;
 }
 
+/* Whether the stream may go to the client at all: still ours, its client
+ * takes handovers, and the handover socket is there. */
+static int may_hand_over(const struct stream *s)
+{
+	return s->fd >= 0 && s->handover && handover_fd >= 0;
+}
+
 /* Whether a stream goes to the client now. What fits in one chunk stays
  * relayed (a handover costs the client more than that chunk costs us);
  * after a full chunk, with more behind it, the client's reads of the
@@ -408,7 +415,7 @@ static int worth_handing_over(struct stream *s)
 {
 	int unread = 0;
 
-	if (s->fd < 0 || !s->busy || s->relayed < SPAWND_PIPE_CHUNK || !s->handover || handover_fd < 0)
+	if (!may_hand_over(s) || !s->busy || s->relayed < SPAWND_PIPE_CHUNK)
 		return 0;
 	return !s->hup || ioctl(s->fd, FIONREAD, &unread) < 0 || unread >= SPAWND_PIPE_CHUNK / 2;
 }
@@ -427,7 +434,7 @@ static int busy_from_the_start(struct stream *s)
 {
 	int unread = 0;
 
-	if (s->relayed > 0 || !s->handover || handover_fd < 0 || s->fd < 0 ||
+	if (!may_hand_over(s) || s->relayed > 0 ||
 	    ioctl(s->fd, FIONREAD, &unread) < 0 || unread <= SPAWND_PIPE_CHUNK)
 		return 0;
 	return !s->hup || unread - SPAWND_PIPE_CHUNK >= SPAWND_PIPE_CHUNK / 2;
