@@ -54,10 +54,14 @@ export interface PoolOptions {
    */
   idleTimeout?: number;
   /**
-   * How a spawn picks its server.
-   * @default 'least-busy'
+   * How a spawn picks its server. `'pack'`: the first server with a parked
+   * child ready and fewer than 64 children in flight, the others taking the
+   * overflow (less CPU per spawn than spreading); `'least-busy'`: the fewest
+   * children in flight. With `min < max`, `'pack'` and `'least-busy'` both
+   * pack by children in flight, so that servers started under load can exit.
+   * @default 'pack'
    */
-  strategy?: 'least-busy' | 'round-robin' | 'random';
+  strategy?: 'pack' | 'least-busy' | 'round-robin' | 'random';
   /**
    * Path of the native spawn server binary.
    * @default $SPAWNPOOL_SERVER, else the one `npm install` built (native/build/spawnd)

@@ -1,4 +1,4 @@
-// A pool of spawn servers: started together on first use, least-busy
+// A pool of spawn servers: started together on first use, packed
 // dispatch, replaced when one dies, never keeping an idle process alive.
 import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +46,18 @@ const PARK_POLL_MS = 0.05;
 // this many children in flight: one server spawns thousands a second, so
 // only sustained concurrency is worth a process.
 export const GROW_AT = 4;
+// The 'pack' strategy (the default) gives a fixed pool's spawns to its first
+// server that has a parked child ready, while that server has fewer than
+// this many children in flight; the others take what it cannot. A server
+// with more spawns per loop turn spends less per spawn (one epoll_wait,
+// one read of the client's socket, one write of its frames for several),
+// and so does the main thread reading fewer, fuller sockets: side by side
+// on the HTTP echo benchmark, 0.92-0.94x of spawnpool's own CPU per request
+// against spreading them evenly (docs/benchmarks.md, "Fifteenth pass").
+// A server that cannot keep up runs out of parked children, and the next
+// one takes the overflow; the cap keeps one server from holding every
+// long-running child's fds.
+export const PACK_MAX = 64;
 
 function percentile(sorted, p) {
   if (sorted.length === 0) return null;
@@ -59,7 +71,7 @@ export class Pool {
    * @param {number} [options.min] servers kept running when idle
    * @param {number} [options.max] servers at most, under load
    * @param {number} [options.idleTimeout] ms a server above `min` may stay idle before it exits
-   * @param {'least-busy'|'round-robin'|'random'} [options.strategy]
+   * @param {'pack'|'least-busy'|'round-robin'|'random'} [options.strategy]
    * @param {string} [options.server] path of the spawnd binary
    * @param {number} [options.window] stdout/stderr credit per stream, bytes
    */
@@ -71,7 +83,7 @@ export class Pool {
     this.sizeReason = reason;
     this.target = Math.max(1, min);    // servers wanted now: min..max
     this.idleTimeout = options.idleTimeout ?? DEFAULT_IDLE_TIMEOUT_MS;
-    this.strategy = options.strategy ?? 'least-busy';
+    this.strategy = options.strategy ?? 'pack';
     this.binary = options.server ?? envVar('SPAWNPOOL_SERVER') ?? defaultBinary();
     this.window = options.window ?? 256 * 1024;
     this.parked = options.parked ?? defaultParked(max);
@@ -112,7 +124,7 @@ export class Pool {
    * forks the Node process to find out whether the binary works (the
    * handshake says so).
    */
-  acquire(pick = true) {
+  acquire(pick = true, detached = false) {
     if (this.closed) throw poolError('ERR_SPAWNPOOL_CLOSED', 'spawnpool: this pool is closed');
     if (this.unavailable !== null) {
       if (now() < this.retryAt) return null;
@@ -123,7 +135,7 @@ export class Pool {
     if (this.dynamic) this.maybeGrow();
     if (this.servers.length < this.size && now() >= this.retryAt) this.start();
     if (this.servers.length === 0) return null;
-    return pick ? this.pick() : this.servers[0];
+    return pick ? this.pick(detached) : this.servers[0];
   }
 
   /** Whether a spawn now can be served (starts servers as needed), without choosing one. */
@@ -218,7 +230,7 @@ export class Pool {
    */
   submit(session) {
     const detached = (session.request.flags & FLAG_DETACHED) !== 0;
-    let server = this.acquire();
+    let server = this.acquire(true, detached);
     // A server found gone as the SPAWN is written: the next one.
     for (let attempt = 0; server !== null && attempt <= this.max; attempt++) {
       let pid = server.takePid(detached);
@@ -390,10 +402,11 @@ export class Pool {
     session.attach(new NodeLink(session, session.spawnArgs), 1, 0, encodeSpawn(1, session.request));
   }
 
-  pick() {
+  /** The server for a spawn (`detached`: one that needs a session leader's pid). */
+  pick(detached = false) {
     const servers = this.servers;
     if (this.strategy === 'random') return servers[Math.floor(Math.random() * servers.length)];
-    if (this.strategy === 'least-busy' && this.dynamic) {
+    if (this.strategy !== 'round-robin' && this.dynamic) {
       // Pack: the first server below the growth threshold, so that the
       // servers started under load go idle (and exit) when it passes.
       let best = servers[0];
@@ -403,6 +416,10 @@ export class Pool {
       }
       return best;
     }
+    if (this.strategy === 'pack') {
+      for (const s of servers) if (s.inFlight < PACK_MAX && s.hasPid(detached)) return s;
+    }
+    // Least busy: the fewest in flight, ties taken in turn.
     const start = this.next++ % servers.length;
     if (this.strategy === 'round-robin') return servers[start];
     let best = servers[start];

@@ -161,6 +161,7 @@ export class Server {
     this.feedBuf = null;
     this.feedKept = 0;            // bytes of a pid split over two reads, at the buffer's start
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
+    this.feedDry = false;         // the feed was found empty since the server last wrote
 
     const args = this.detached ? ['--detach', String(process.pid)] : [String(process.pid)];
     // A launched server's feed is always read: it may park from its start.
@@ -449,6 +450,22 @@ export class Server {
     return pids.length > 0 ? pids.pop() : 0;
   }
 
+  /**
+   * Whether takePid() would give a pid now, without waiting. A feed found
+   * empty is not read again (a thrown EAGAIN each time) until the server
+   * has sent something on its socket: it announces the children it parks
+   * in the loop turns that also write its frames.
+   */
+  hasPid(detached = false) {
+    const pids = detached ? this.leaders : this.pids;
+    if (pids.length > 0) return true;
+    if (!this.parks || this.gone || this.feedDry) return false;
+    this.readFeed();
+    if (pids.length > 0) return true;
+    this.feedDry = true;
+    return false;
+  }
+
   readFeed() {
     this.feedBuf ??= Buffer.allocUnsafe(4096);
     let n;
@@ -462,6 +479,7 @@ export class Server {
       this.parks = false;         // the server is gone; its socket will say so
       return;
     }
+    this.feedDry = false;
     // A stream: a write the server could only partly make may split a pid.
     const end = this.feedKept + n;
     let off = 0;
@@ -522,6 +540,7 @@ export class Server {
 
   /** A read from the socket; `borrowed`: the chunk is overwritten after this returns. */
   onData(chunk, borrowed = false) {
+    this.feedDry = false;
     try {
       this.decoder.push(chunk, borrowed);
     } catch (err) {

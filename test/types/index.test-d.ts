@@ -21,6 +21,7 @@ const run = promisify(execFile);
 run('ls').then(({ stdout }) => stdout.trim());
 
 const pool = createPool({ size: 2, strategy: 'round-robin' });
+createPool({ strategy: 'pack' });
 const s: PoolStats = pool.stats();
 const p50: number | null = s.latency.p50;
 pool.spawn("true").on("close", () => { void pool.close({ timeout: 100 }); });
@@ -30,7 +31,7 @@ const ok: boolean = child instanceof ChildProcess;
 spawnpool.spawn('true');
 void [killed, p50, ok, registered];
 
-// @ts-expect-error: strategy is one of three names
+// @ts-expect-error: strategy is one of four names
 createPool({ strategy: 'fastest' });
 // @ts-expect-error: args must be strings
 spawn('echo', [1, 2]);

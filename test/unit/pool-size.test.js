@@ -29,6 +29,8 @@ class FakeServer {
   /** A parked child always waits here. */
   takePid() { return 100000 + this.nextId; }
 
+  hasPid() { return true; }
+
   submit(session, pid) {
     const id = this.nextId++;
     this.sessions.set(id, session);

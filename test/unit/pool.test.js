@@ -6,7 +6,8 @@ import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
 import { spawn as nodeSpawn } from 'node:child_process';
 import { createPool } from '../../lib/index.js';
-import { availableCpus } from '../../lib/pool.js';
+import { availableCpus, PACK_MAX } from '../../lib/pool.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const alive = (pid) => existsSync(`/proc/${pid}`);
 
@@ -55,6 +56,44 @@ test('strategies spread concurrent spawns over every server', async () => {
     await Promise.all(children.map((c) => once(c, 'close')));
     await pool.close();
   }
+});
+
+/** The children in flight on each server of `pool`. */
+const loads = (pool) => pool.stats().servers.map((s) => s.inFlight);
+
+/** `n` children of `sleep 30`, spawned in one synchronous loop. */
+const sleepers = (pool, n) => Array.from({ length: n }, () => pool.spawn('sleep', ['30'], { stdio: 'ignore' }));
+
+async function endAll(pool, children) {
+  for (const c of children) c.kill('SIGKILL');
+  await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'close') : null)));
+  await pool.close();
+}
+
+test('pack (the default): spawns go to the first server with a parked child ready; the next takes the overflow', async () => {
+  const pool = createPool({ size: 2, parked: 8 });
+  await pool.ready();
+  await sleep(300);              // both servers have parked and announced their 8
+  const first = sleepers(pool, 6);
+  assert.deepEqual(loads(pool), [6, 0], 'fewer spawns than server 0 has parked: all on it');
+  // A burst beyond its parked children (2 left, and the 6 SPAWNs are not
+  // even written before this tick ends): server 0 gives what it has, and is
+  // not waited for while server 1 has children ready.
+  const burst = sleepers(pool, 8);
+  const [a, b] = loads(pool);
+  assert.equal(a + b, 14);
+  assert.ok(a >= 8 && b >= 1, `server 0 took its parked children, server 1 the rest: ${a}, ${b}`);
+  assert.equal(pool.stats().parkedWaits, 0, 'no spawn waited for a pid while another server had one');
+  await endAll(pool, [...first, ...burst]);
+});
+
+test(`pack: a server with ${PACK_MAX} children in flight takes no more while another can`, async () => {
+  const pool = createPool({ size: 2, parked: PACK_MAX + 16 });
+  await pool.ready();
+  await sleep(500);
+  const children = sleepers(pool, PACK_MAX + 6);
+  assert.deepEqual(loads(pool), [PACK_MAX, 6]);
+  await endAll(pool, children);
 });
 
 test('a request over the 16 MiB frame limit throws E2BIG as Node does, and only that spawn fails', async () => {
