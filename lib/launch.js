@@ -215,6 +215,14 @@ export const statPath = typeof addon?.stat === 'function' ? addon.stat : null;
 export const writeFd = typeof addon?.write === 'function' ? addon.write : null;
 
 /**
+ * `readFd(fd, buffer, offset)`: one read(2) into buffer[offset..]: the bytes
+ * read, 0 at EOF, or a negative errno (-EAGAIN: nothing waiting), without
+ * the exception fs.readSync throws for EAGAIN. null without the addon (or
+ * an addon older than this function).
+ */
+export const readFd = typeof addon?.read === 'function' ? addon.read : null;
+
+/**
  * `pid`'s exit, once it has exited: `{ code, signal }` as 'exit' reports
  * them, with `signal` a name. null while it runs. If it cannot be waited
  * for (reaped by someone else), `{ code: null, signal: null }`.

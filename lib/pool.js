@@ -245,14 +245,16 @@ export class Pool {
   /**
    * The chosen server has no parked child announced (a burst took them
    * all, or it is still starting): its next one is waited for, so that
-   * the strategy's choice holds; another server's only if the chosen one
-   * cannot park. Polled for at most PARK_WAIT_MS. The servers park new
+   * the strategy's choice holds (under 'pack', any server's); another
+   * server's only if the chosen one cannot park. Polled for at most PARK_WAIT_MS. The servers park new
    * children as SPAWNs take them, in their own processes; this thread
    * only reads their feeds.
    */
   waitForPid(chosen, detached) {
     const deadline = now() + PARK_WAIT_MS;
-    let candidates = [chosen];
+    // Packing takes a pid from whichever server has one; the other
+    // strategies wait for the server they chose.
+    let candidates = this.strategy === 'pack' && !this.dynamic ? this.servers : [chosen];
     let waited = false;
     for (;;) {
       let parking = false;
@@ -266,7 +268,9 @@ export class Pool {
         candidates = this.servers;     // the chosen one cannot park: any other
         continue;
       }
-      if (!parking) return { server: this.servers.find((s) => !s.gone) ?? null, pid: 0 };
+      // No server parks (Bun, Deno, `parked: 0`): a pid-less SPAWN to the
+      // server chosen, if it is still there.
+      if (!parking) return { server: chosen.gone ? (this.servers.find((s) => !s.gone) ?? null) : chosen, pid: 0 };
       if (!waited) {
         waited = true;
         this.counters.parkedWaits++;
@@ -423,9 +427,9 @@ export class Pool {
     const start = this.next++ % servers.length;
     if (this.strategy === 'round-robin') return servers[start];
     let best = servers[start];
-    for (let k = 1; k < servers.length && best.inFlight > 0; k++) {
+    for (let k = 1; k < servers.length && (best.gone || best.inFlight > 0); k++) {
       const s = servers[(start + k) % servers.length];
-      if (s.inFlight < best.inFlight) best = s;
+      if (!s.gone && (best.gone || s.inFlight < best.inFlight)) best = s;
     }
     return best;
   }

@@ -14,7 +14,7 @@ import { debug, now } from './observe.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
 import {
-  addon, startProcess, launchResult, reapProcess, receiveHandover, watchSocket, writeFd,
+  addon, startProcess, launchResult, reapProcess, receiveHandover, watchSocket, writeFd, readFd,
 } from './launch.js';
 import { errnoError } from './errors.js';
 
@@ -161,7 +161,6 @@ export class Server {
     this.feedBuf = null;
     this.feedKept = 0;            // bytes of a pid split over two reads, at the buffer's start
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
-    this.feedDry = false;         // the feed was found empty since the server last wrote
 
     const args = this.detached ? ['--detach', String(process.pid)] : [String(process.pid)];
     // A launched server's feed is always read: it may park from its start.
@@ -450,36 +449,37 @@ export class Server {
     return pids.length > 0 ? pids.pop() : 0;
   }
 
-  /**
-   * Whether takePid() would give a pid now, without waiting. A feed found
-   * empty is not read again (a thrown EAGAIN each time) until the server
-   * has sent something on its socket: it announces the children it parks
-   * in the loop turns that also write its frames.
-   */
+  /** Whether takePid() would give a pid now, without waiting (reads the feed if need be). */
   hasPid(detached = false) {
+    if (this.gone) return false;
     const pids = detached ? this.leaders : this.pids;
-    if (pids.length > 0) return true;
-    if (!this.parks || this.gone || this.feedDry) return false;
-    this.readFeed();
-    if (pids.length > 0) return true;
-    this.feedDry = true;
-    return false;
+    if (pids.length === 0 && this.parks) this.readFeed();
+    return pids.length > 0;
   }
 
   readFeed() {
     this.feedBuf ??= Buffer.allocUnsafe(4096);
     let n;
-    try {
-      n = readSync(this.feedFd, this.feedBuf, this.feedKept, this.feedBuf.length - this.feedKept, null);
-    } catch (err) {
-      if (err.code !== 'EAGAIN') this.parks = false;
-      return;
+    if (readFd !== null && this.feedFd >= 0) {
+      // Often empty (the pack strategy asks each server in turn): a thrown
+      // EAGAIN would cost more than the read.
+      n = readFd(this.feedFd, this.feedBuf, this.feedKept);
+      if (n < 0) {
+        if (n !== -EAGAIN) this.parks = false;
+        return;
+      }
+    } else {
+      try {
+        n = readSync(this.feedFd, this.feedBuf, this.feedKept, this.feedBuf.length - this.feedKept, null);
+      } catch (err) {
+        if (err.code !== 'EAGAIN') this.parks = false;
+        return;
+      }
     }
     if (n === 0) {
       this.parks = false;         // the server is gone; its socket will say so
       return;
     }
-    this.feedDry = false;
     // A stream: a write the server could only partly make may split a pid.
     const end = this.feedKept + n;
     let off = 0;
@@ -540,7 +540,6 @@ export class Server {
 
   /** A read from the socket; `borrowed`: the chunk is overwritten after this returns. */
   onData(chunk, borrowed = false) {
-    this.feedDry = false;
     try {
       this.decoder.push(chunk, borrowed);
     } catch (err) {
@@ -709,6 +708,7 @@ export class Server {
     if (this.gone) return this.exited;
     this.parks = false;
     this.pids = [];
+    this.leaders = [];
     this.closeFeed();
     const closed = new Promise((resolve) => this.socket.once('close', resolve));
     this.socket.ref();

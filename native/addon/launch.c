@@ -1328,6 +1328,33 @@ static napi_value write_fd(napi_env env, napi_callback_info info)
 	return int_value(env, n < 0 ? -errno : (int32_t)n);
 }
 
+/* read(fd, buffer, offset): one read(2) into buffer[offset..] (EINTR
+ * retried): the bytes read, 0 at EOF, or a negative errno (-EAGAIN when
+ * nothing is waiting). The parked-pid feed's read, which is often empty:
+ * without the exception fs.readSync throws for EAGAIN. */
+static napi_value read_fd(napi_env env, napi_callback_info info)
+{
+	size_t argc = 3, len = 0;
+	napi_value args[3];
+	int32_t fd, off;
+	void *data = NULL;
+	ssize_t n;
+
+	if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != 0 || argc < 3
+	    || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0
+	    || napi_get_buffer_info(env, args[1], &data, &len) != 0
+	    || napi_get_value_int32(env, args[2], &off) != 0 || off < 0
+	    || (size_t)off >= len)
+		return type_error(env, "read(fd, Buffer, offset)");
+	len -= (size_t)off;
+	if (len > INT32_MAX)
+		len = INT32_MAX;
+	do
+		n = read(fd, (char *)data + off, len);
+	while (n < 0 && errno == EINTR);
+	return int_value(env, n < 0 ? -errno : (int32_t)n);
+}
+
 static void export_with(napi_env env, napi_value exports, const char *name, napi_callback cb, void *data)
 {
 	napi_value fn;
@@ -1378,5 +1405,6 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "pauseWatch", pause_watch);
 	export(env, exports, "shutdown", shutdown_fd);
 	export(env, exports, "write", write_fd);
+	export(env, exports, "read", read_fd);
 	return exports;
 }

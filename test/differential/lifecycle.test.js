@@ -152,19 +152,24 @@ test("an unref()'d child whose output is read: 'exit' and 'close' still come bef
   // first (0 of 10; Node 10 of 10 here). Under Node itself it is a race
   // between the pipe's EOF and SIGCHLD, which a loaded machine can lose
   // (Node 24: 4 of 8 with 2 CPU hogs on 2 cores): compared in the same run.
+  // Node losing all 8 (a busy hour, tests running beside this one) says
+  // nothing yet: up to two more rounds of 8 each, both again.
   const script = fileURLToPath(new URL('../fixtures/scripts/unref-exit.js', import.meta.url));
-  const counts = {};
-  for (const impl of ['node', 'spawnpool']) {
-    counts[impl] = {};
-    for (let i = 0; i < 8; i++) {
-      const out = nodeCp.execFileSync(process.execPath, [script, impl], { encoding: 'utf8', timeout: 10_000 }).trim();
-      counts[impl][out] = (counts[impl][out] ?? 0) + 1;
-    }
-  }
+  const counts = { node: {}, spawnpool: {} };
   const whole = (impl) => counts[impl]['["data hi","exit 0","close 0"]'] ?? 0;
-  t.diagnostic(JSON.stringify(counts));
+  let rounds = 0;
+  do {
+    rounds++;
+    for (const impl of ['node', 'spawnpool']) {
+      for (let i = 0; i < 8; i++) {
+        const out = nodeCp.execFileSync(process.execPath, [script, impl], { encoding: 'utf8', timeout: 10_000 }).trim();
+        counts[impl][out] = (counts[impl][out] ?? 0) + 1;
+      }
+    }
+  } while (whole('node') === 0 && rounds < 3);
+  t.diagnostic(`${rounds} rounds: ${JSON.stringify(counts)}`);
   assert.ok(whole('node') > 0, `Node itself: ${JSON.stringify(counts.node)}`);
-  assert.ok(whole('spawnpool') >= Math.min(6, whole('node') - 2), JSON.stringify(counts));
+  assert.ok(whole('spawnpool') >= Math.min(6 * rounds, whole('node') - 2), JSON.stringify(counts));
 });
 
 test("stdout's 'close' comes after 'exit' when both are read together, however long the loop is busy in between", async (t) => {

@@ -72,28 +72,76 @@ async function endAll(pool, children) {
 
 test('pack (the default): spawns go to the first server with a parked child ready; the next takes the overflow', async () => {
   const pool = createPool({ size: 2, parked: 8 });
-  await pool.ready();
-  await sleep(300);              // both servers have parked and announced their 8
-  const first = sleepers(pool, 6);
-  assert.deepEqual(loads(pool), [6, 0], 'fewer spawns than server 0 has parked: all on it');
-  // A burst beyond its parked children (2 left, and the 6 SPAWNs are not
-  // even written before this tick ends): server 0 gives what it has, and is
-  // not waited for while server 1 has children ready.
-  const burst = sleepers(pool, 8);
-  const [a, b] = loads(pool);
-  assert.equal(a + b, 14);
-  assert.ok(a >= 8 && b >= 1, `server 0 took its parked children, server 1 the rest: ${a}, ${b}`);
-  assert.equal(pool.stats().parkedWaits, 0, 'no spawn waited for a pid while another server had one');
-  await endAll(pool, [...first, ...burst]);
+  const children = [];
+  let stopped = 0;
+  try {
+    await pool.ready();
+    await sleep(300);              // both servers have parked and announced their 8
+    // Server 0 stopped: it parks no replacement for what is taken from it.
+    stopped = pool.stats().servers[0].pid;
+    process.kill(stopped, 'SIGSTOP');
+    children.push(...sleepers(pool, 6));
+    assert.deepEqual(loads(pool), [6, 0], 'fewer spawns than server 0 has parked: all on it');
+    // A burst beyond its parked children: server 0 gives its last 2, server
+    // 1 the rest, and no spawn waits while a server has one ready.
+    children.push(...sleepers(pool, 8));
+    assert.deepEqual(loads(pool), [8, 6]);
+    assert.equal(pool.stats().parkedWaits, 0);
+    process.kill(stopped, 'SIGCONT');
+    stopped = 0;
+    // Server 0 parks again (its feed found empty in the burst): the next
+    // spawn is its own once more, with nothing else coming from it.
+    await sleep(300);
+    children.push(...sleepers(pool, 1));
+    assert.deepEqual(loads(pool), [9, 6]);
+  } finally {
+    if (stopped !== 0) process.kill(stopped, 'SIGCONT');
+    await endAll(pool, children);
+  }
 });
 
 test(`pack: a server with ${PACK_MAX} children in flight takes no more while another can`, async () => {
   const pool = createPool({ size: 2, parked: PACK_MAX + 16 });
-  await pool.ready();
-  await sleep(500);
-  const children = sleepers(pool, PACK_MAX + 6);
-  assert.deepEqual(loads(pool), [PACK_MAX, 6]);
-  await endAll(pool, children);
+  const children = [];
+  try {
+    await pool.ready();
+    await sleep(500);
+    children.push(...sleepers(pool, PACK_MAX + 6));
+    assert.deepEqual(loads(pool), [PACK_MAX, 6]);
+  } finally {
+    await endAll(pool, children);
+  }
+});
+
+test('pack: a detached spawn takes a session leader from the first server that has one', async () => {
+  const pool = createPool({ size: 2, parked: 8 });   // and 2 session leaders each
+  const children = [];
+  let stopped = 0;
+  try {
+    await pool.ready();
+    await sleep(300);
+    stopped = pool.stats().servers[0].pid;
+    process.kill(stopped, 'SIGSTOP');
+    for (let i = 0; i < 3; i++) children.push(pool.spawn('sleep', ['30'], { stdio: 'ignore', detached: true }));
+    assert.deepEqual(loads(pool), [2, 1]);
+    assert.equal(pool.stats().parkedWaits, 0);
+  } finally {
+    if (stopped !== 0) process.kill(stopped, 'SIGCONT');
+    await endAll(pool, children);
+  }
+});
+
+test('pack with servers that park no children (parked: 0) spreads spawns as least-busy does', async () => {
+  const pool = createPool({ size: 2, parked: 0 });
+  const children = [];
+  try {
+    await pool.ready();
+    children.push(...sleepers(pool, 6));
+    assert.deepEqual(loads(pool), [3, 3]);
+    await Promise.all(children.map((c) => once(c, 'spawn')));
+  } finally {
+    await endAll(pool, children);
+  }
 });
 
 test('a request over the 16 MiB frame limit throws E2BIG as Node does, and only that spawn fails', async () => {
