@@ -56,7 +56,8 @@ export const GROW_AT = 4;
 // against spreading them evenly (docs/benchmarks.md, "Fifteenth pass").
 // A server that cannot keep up runs out of parked children, and the next
 // one takes the overflow; the cap keeps one server from holding every
-// long-running child's fds.
+// long-running child's fds. It is a preference: a spawn takes a pid from a
+// server at the cap rather than wait for one from a server below it.
 export const PACK_MAX = 64;
 
 function percentile(sorted, p) {
@@ -245,16 +246,20 @@ export class Pool {
   /**
    * The chosen server has no parked child announced (a burst took them
    * all, or it is still starting): its next one is waited for, so that
-   * the strategy's choice holds (under 'pack', any server's); another
-   * server's only if the chosen one cannot park. Polled for at most PARK_WAIT_MS. The servers park new
-   * children as SPAWNs take them, in their own processes; this thread
-   * only reads their feeds.
+   * the strategy's choice holds; another server's only if the chosen one
+   * cannot park. Under 'pack' (a fixed pool) the first pid any server
+   * announces is taken, from a server below PACK_MAX if one has it.
+   * Polled for at most PARK_WAIT_MS. The servers park new children as
+   * SPAWNs take them, in their own processes; this thread only reads
+   * their feeds.
    */
   waitForPid(chosen, detached) {
     const deadline = now() + PARK_WAIT_MS;
-    // Packing takes a pid from whichever server has one; the other
-    // strategies wait for the server they chose.
-    let candidates = this.strategy === 'pack' && !this.dynamic ? this.servers : [chosen];
+    const packing = this.strategy === 'pack' && !this.dynamic;
+    // (No JS runs while this waits: the loads stay as they are.)
+    let candidates = packing
+      ? [...this.servers.filter((s) => s.inFlight < PACK_MAX), ...this.servers.filter((s) => s.inFlight >= PACK_MAX)]
+      : [chosen];
     let waited = false;
     for (;;) {
       let parking = false;
@@ -264,7 +269,7 @@ export class Pool {
         const pid = s.takePid(detached);
         if (pid !== 0) return { server: s, pid };
       }
-      if (!parking && candidates !== this.servers) {
+      if (!parking && candidates.length < this.servers.length) {
         candidates = this.servers;     // the chosen one cannot park: any other
         continue;
       }
@@ -279,8 +284,10 @@ export class Pool {
         this.counters.parkedTimeouts++;
         debug('no parked child announced within %d ms: this spawn goes to node:child_process', PARK_WAIT_MS);
         // A server that never announced one (hung at start?) is not waited
-        // for again: its spawns are pid-less until its handshake settles it.
-        for (const s of candidates) if (!s.announced) s.parks = false;
+        // for again: its spawns are pid-less from now on. Only the one
+        // chosen, or those waited for in its place: a server started
+        // during this wait (a replacement) had no second to announce.
+        for (const s of packing ? [chosen] : candidates) if (!s.announced) s.parks = false;
         return { server: null, pid: 0 };
       }
       sleepSync(PARK_POLL_MS);

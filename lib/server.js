@@ -501,6 +501,7 @@ export class Server {
    * False if the server turned out to be gone.
    */
   submit(session, pid = 0) {
+    if (this.gone) return false;
     // After 2^32-1 spawns ids wrap: skip those still live.
     let id;
     do {

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { spawn as nodeSpawn } from 'node:child_process';
 import { createPool } from '../../lib/index.js';
 import { availableCpus, PACK_MAX } from '../../lib/pool.js';
@@ -61,14 +61,38 @@ test('strategies spread concurrent spawns over every server', async () => {
 /** The children in flight on each server of `pool`. */
 const loads = (pool) => pool.stats().servers.map((s) => s.inFlight);
 
-/** `n` children of `sleep 30`, spawned in one synchronous loop. */
-const sleepers = (pool, n) => Array.from({ length: n }, () => pool.spawn('sleep', ['30'], { stdio: 'ignore' }));
+/** `n` children of `sleep 30` added to `into`, spawned in one synchronous loop. */
+function sleepers(pool, n, into, options = {}) {
+  for (let i = 0; i < n; i++) into.push(pool.spawn('sleep', ['30'], { stdio: 'ignore', ...options }));
+}
 
 async function endAll(pool, children) {
   for (const c of children) c.kill('SIGKILL');
-  await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'close') : null)));
-  await pool.close();
+  await pool.close({ timeout: 2000 });
 }
+
+const comm = (pid) => { try { return readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return null; } };
+
+/** How many children server `pid` has waiting as parked children. */
+function parkedOf(pid) {
+  let list = [];
+  try { list = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean); } catch { /* gone */ }
+  return list.filter((c) => comm(c) === 'spawnd:parked').length;
+}
+
+/**
+ * Waits until each of `servers` has `n` parked children, none of them a
+ * claimed one still on its way to its exec (`children` have all exec'd),
+ * then a little more for the last announcements to reach the feed.
+ */
+async function untilParked(servers, n, children = []) {
+  const deadline = Date.now() + 10_000;
+  const settled = () => servers.every((p) => parkedOf(p) >= n) && children.every((c) => comm(c.pid) !== 'spawnd:parked');
+  while (!settled() && Date.now() < deadline) await sleep(20);
+  await sleep(50);
+}
+
+const serverPids = (pool) => pool.stats().servers.map((s) => s.pid);
 
 test('pack (the default): spawns go to the first server with a parked child ready; the next takes the overflow', async () => {
   const pool = createPool({ size: 2, parked: 8 });
@@ -76,23 +100,23 @@ test('pack (the default): spawns go to the first server with a parked child read
   let stopped = 0;
   try {
     await pool.ready();
-    await sleep(300);              // both servers have parked and announced their 8
+    await untilParked(serverPids(pool), 8 + 2);    // and 2 session leaders each
     // Server 0 stopped: it parks no replacement for what is taken from it.
-    stopped = pool.stats().servers[0].pid;
+    stopped = serverPids(pool)[0];
     process.kill(stopped, 'SIGSTOP');
-    children.push(...sleepers(pool, 6));
+    sleepers(pool, 6, children);
     assert.deepEqual(loads(pool), [6, 0], 'fewer spawns than server 0 has parked: all on it');
     // A burst beyond its parked children: server 0 gives its last 2, server
     // 1 the rest, and no spawn waits while a server has one ready.
-    children.push(...sleepers(pool, 8));
+    sleepers(pool, 8, children);
     assert.deepEqual(loads(pool), [8, 6]);
     assert.equal(pool.stats().parkedWaits, 0);
     process.kill(stopped, 'SIGCONT');
-    stopped = 0;
     // Server 0 parks again (its feed found empty in the burst): the next
     // spawn is its own once more, with nothing else coming from it.
-    await sleep(300);
-    children.push(...sleepers(pool, 1));
+    await untilParked([stopped], 8 + 2, children.slice(0, 8));
+    stopped = 0;
+    sleepers(pool, 1, children);
     assert.deepEqual(loads(pool), [9, 6]);
   } finally {
     if (stopped !== 0) process.kill(stopped, 'SIGCONT');
@@ -105,8 +129,8 @@ test(`pack: a server with ${PACK_MAX} children in flight takes no more while ano
   const children = [];
   try {
     await pool.ready();
-    await sleep(500);
-    children.push(...sleepers(pool, PACK_MAX + 6));
+    await untilParked(serverPids(pool), PACK_MAX + 16 + 4);
+    sleepers(pool, PACK_MAX + 6, children);
     assert.deepEqual(loads(pool), [PACK_MAX, 6]);
   } finally {
     await endAll(pool, children);
@@ -119,10 +143,10 @@ test('pack: a detached spawn takes a session leader from the first server that h
   let stopped = 0;
   try {
     await pool.ready();
-    await sleep(300);
-    stopped = pool.stats().servers[0].pid;
+    await untilParked(serverPids(pool), 8 + 2);
+    stopped = serverPids(pool)[0];
     process.kill(stopped, 'SIGSTOP');
-    for (let i = 0; i < 3; i++) children.push(pool.spawn('sleep', ['30'], { stdio: 'ignore', detached: true }));
+    sleepers(pool, 3, children, { detached: true });
     assert.deepEqual(loads(pool), [2, 1]);
     assert.equal(pool.stats().parkedWaits, 0);
   } finally {
@@ -136,7 +160,7 @@ test('pack with servers that park no children (parked: 0) spreads spawns as leas
   const children = [];
   try {
     await pool.ready();
-    children.push(...sleepers(pool, 6));
+    sleepers(pool, 6, children);
     assert.deepEqual(loads(pool), [3, 3]);
     await Promise.all(children.map((c) => once(c, 'spawn')));
   } finally {
