@@ -402,6 +402,14 @@ export class Server {
    * full), or -1 once the server is declared dead of the error.
    */
   write(data) {
+    // A net.Socket (servers started without the addon) closes its fd as it
+    // is destroyed, before its 'close' tells us: from then on the number
+    // may be another file's (a new server's socket), so it is never
+    // written to again.
+    if (this.socket.destroyed) {
+      this.die();
+      return -1;
+    }
     if (writeFd !== null) {
       const n = writeFd(this.fd, data);
       if (n >= 0 || n === -EAGAIN) return Math.max(n, 0);
@@ -458,6 +466,12 @@ export class Server {
   }
 
   readFeed() {
+    // The same for the feed: Node resumes a dead server's stdio streams,
+    // which read the feed to its end and close it.
+    if (this.feed?.destroyed === true) {
+      this.parks = false;
+      return;
+    }
     this.feedBuf ??= Buffer.allocUnsafe(4096);
     let n;
     if (readFd !== null && this.feedFd >= 0) {

@@ -459,3 +459,16 @@ test('no zombies: after many spawns (exits, kills, failures) no server has a zom
   assert.deepEqual(serverPidsOf(pool).sort(), servers.sort(), 'no server died on the way');
   await assertNoLeaks({ serverPids: servers });
 });
+
+test("a server whose socket Node closed is not written to before its 'close' (servers started without the addon): the freed number may be another file's", { timeout: 20000 }, () => {
+  // A net.Socket closes its fd as it is destroyed; 'close' comes later. A
+  // spawn in between used to write its SPAWN into whatever took the number
+  // (a new server's socket, under servers SIGKILLed in a loop).
+  const script = fileURLToPath(new URL('../fixtures/scripts/stale-fd.js', import.meta.url));
+  const out = nodeCp.execFileSync(process.execPath, [script], {
+    encoding: 'utf8', timeout: 15_000, env: { ...process.env, SPAWNPOOL_ADDON: '0' },
+  });
+  const r = JSON.parse(out.trim().split('\n').pop());
+  assert.equal(r.sameNumber, true, 'the file took the socket\'s number (the scenario happened)');
+  assert.deepEqual([r.fileBytes, r.code, r.stdout], [0, 0, 'served\n']);
+});
