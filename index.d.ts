@@ -59,7 +59,7 @@ export interface PoolOptions {
    * overflow (less CPU per spawn than spreading); `'least-busy'`: the fewest
    * children in flight. With `min < max`, `'pack'` and `'least-busy'` both
    * pack by children in flight, so that servers started under load can exit.
-   * @default 'pack'
+   * @default 'least-busy'
    */
   strategy?: 'pack' | 'least-busy' | 'round-robin' | 'random';
   /**

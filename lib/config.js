@@ -7,7 +7,7 @@ import { isMainThread } from 'node:worker_threads';
 import { invalidArgType, invalidArgValue } from './errors.js';
 import { readableEnv } from './runtime.js';
 
-export const STRATEGIES = ['pack', 'least-busy', 'round-robin', 'random'];
+export const STRATEGIES = ['least-busy', 'round-robin', 'random', 'pack'];
 export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
 const MAX_SERVERS = 1024;
 const MAX_MS = 0x7fffffff;

@@ -1,4 +1,4 @@
-// A pool of spawn servers: started together on first use, packed
+// A pool of spawn servers: started together on first use, least-busy
 // dispatch, replaced when one dies, never keeping an idle process alive.
 import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -46,7 +46,7 @@ const PARK_POLL_MS = 0.05;
 // this many children in flight: one server spawns thousands a second, so
 // only sustained concurrency is worth a process.
 export const GROW_AT = 4;
-// The 'pack' strategy (the default) gives a fixed pool's spawns to its first
+// The 'pack' strategy (opt-in) gives a fixed pool's spawns to its first
 // server that has a parked child ready, while that server has fewer than
 // this many children in flight; the others take what it cannot. A server
 // with more spawns per loop turn spends less per spawn (one epoll_wait,
@@ -58,6 +58,10 @@ export const GROW_AT = 4;
 // one takes the overflow; the cap keeps one server from holding every
 // long-running child's fds. It is a preference: a spawn takes a pid from a
 // server at the cap rather than wait for one from a server below it.
+// Not the default: in two full benchmark runs on a heavily loaded machine
+// the echo requests' p99 was 108-267 ms against 26-128 for Go and Rust
+// (37 under least-busy in an earlier run), one server's stalls holding up
+// every request in flight (docs/benchmarks.md, "Fifteenth pass").
 export const PACK_MAX = 64;
 
 function percentile(sorted, p) {
@@ -84,7 +88,7 @@ export class Pool {
     this.sizeReason = reason;
     this.target = Math.max(1, min);    // servers wanted now: min..max
     this.idleTimeout = options.idleTimeout ?? DEFAULT_IDLE_TIMEOUT_MS;
-    this.strategy = options.strategy ?? 'pack';
+    this.strategy = options.strategy ?? 'least-busy';
     this.binary = options.server ?? envVar('SPAWNPOOL_SERVER') ?? defaultBinary();
     this.window = options.window ?? 256 * 1024;
     this.parked = options.parked ?? defaultParked(max);

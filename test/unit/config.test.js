@@ -59,7 +59,7 @@ test('SPAWNPOOL_* variables: parsed, and errors name the variable', () => {
     [{ SPAWNPOOL_SIZE: '0' }, /SPAWNPOOL_SIZE/],
     [{ SPAWNPOOL_MAX: '2.5' }, /SPAWNPOOL_MAX/],
     [{ SPAWNPOOL_IDLE_TIMEOUT: '-1' }, /SPAWNPOOL_IDLE_TIMEOUT/],
-    [{ SPAWNPOOL_STRATEGY: 'fastest' }, /SPAWNPOOL_STRATEGY' must be one of 'pack', 'least-busy'/],
+    [{ SPAWNPOOL_STRATEGY: 'fastest' }, /SPAWNPOOL_STRATEGY' must be one of 'least-busy'/],
     [{ SPAWNPOOL_MIN: '4', SPAWNPOOL_MAX: '2' }, /SPAWNPOOL_MIN' must not exceed process\.env\.SPAWNPOOL_MAX/],
     [{ SPAWNPOOL_SIZE: '2', SPAWNPOOL_MAX: '4' }, /SPAWNPOOL_SIZE' cannot be combined/],
   ];

@@ -94,8 +94,8 @@ async function untilParked(servers, n, children = []) {
 
 const serverPids = (pool) => pool.stats().servers.map((s) => s.pid);
 
-test('pack (the default): spawns go to the first server with a parked child ready; the next takes the overflow', async () => {
-  const pool = createPool({ size: 2, parked: 8 });
+test('pack: spawns go to the first server with a parked child ready; the next takes the overflow', async () => {
+  const pool = createPool({ size: 2, parked: 8, strategy: 'pack' });
   const children = [];
   let stopped = 0;
   try {
@@ -125,7 +125,7 @@ test('pack (the default): spawns go to the first server with a parked child read
 });
 
 test(`pack: a server with ${PACK_MAX} children in flight takes no more while another can`, async () => {
-  const pool = createPool({ size: 2, parked: PACK_MAX + 16 });
+  const pool = createPool({ size: 2, parked: PACK_MAX + 16, strategy: 'pack' });
   const children = [];
   try {
     await pool.ready();
@@ -138,7 +138,7 @@ test(`pack: a server with ${PACK_MAX} children in flight takes no more while ano
 });
 
 test('pack: a detached spawn takes a session leader from the first server that has one', async () => {
-  const pool = createPool({ size: 2, parked: 8 });   // and 2 session leaders each
+  const pool = createPool({ size: 2, parked: 8, strategy: 'pack' });   // and 2 session leaders each
   const children = [];
   let stopped = 0;
   try {
@@ -156,7 +156,7 @@ test('pack: a detached spawn takes a session leader from the first server that h
 });
 
 test('pack with servers that park no children (parked: 0) spreads spawns as least-busy does', async () => {
-  const pool = createPool({ size: 2, parked: 0 });
+  const pool = createPool({ size: 2, parked: 0, strategy: 'pack' });
   const children = [];
   try {
     await pool.ready();
