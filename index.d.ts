@@ -56,7 +56,8 @@ export interface PoolOptions {
   /**
    * How a spawn picks its server. `'pack'`: the first server with a parked
    * child ready and fewer than 64 children in flight, the others taking the
-   * overflow (less CPU per spawn than spreading); `'least-busy'`: the fewest
+   * overflow (less CPU per spawn than spreading, but a longer latency tail
+   * on a loaded machine, which is why it is not the default); `'least-busy'`: the fewest
    * children in flight. With `min < max`, `'pack'` and `'least-busy'` both
    * pack by children in flight, so that servers started under load can exit.
    * @default 'least-busy'
