@@ -3,11 +3,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { spawn as nodeSpawn } from 'node:child_process';
 import { createPool } from '../../lib/index.js';
 import { availableCpus, PACK_MAX } from '../../lib/pool.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { childrenOf, procStat } from '../helpers/leaks.js';
 
 const alive = (pid) => existsSync(`/proc/${pid}`);
 
@@ -71,14 +72,8 @@ async function endAll(pool, children) {
   await pool.close({ timeout: 2000 });
 }
 
-const comm = (pid) => { try { return readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return null; } };
-
 /** How many children server `pid` has waiting as parked children. */
-function parkedOf(pid) {
-  let list = [];
-  try { list = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean); } catch { /* gone */ }
-  return list.filter((c) => comm(c) === 'spawnd:parked').length;
-}
+const parkedOf = (pid) => childrenOf([pid]).filter((p) => p.comm === 'spawnd:parked').length;
 
 /**
  * Waits until each of `servers` has `n` parked children, none of them a
@@ -87,7 +82,7 @@ function parkedOf(pid) {
  */
 async function untilParked(servers, n, children = []) {
   const deadline = Date.now() + 10_000;
-  const settled = () => servers.every((p) => parkedOf(p) >= n) && children.every((c) => comm(c.pid) !== 'spawnd:parked');
+  const settled = () => servers.every((p) => parkedOf(p) >= n) && children.every((c) => procStat(c.pid)?.comm !== 'spawnd:parked');
   while (!settled() && Date.now() < deadline) await sleep(20);
   await sleep(50);
 }
