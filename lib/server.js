@@ -452,9 +452,7 @@ export class Server {
    * more as pids are taken).
    */
   takePid(detached = false) {
-    const pids = detached ? this.leaders : this.pids;
-    if (pids.length === 0 && this.parks && !this.gone) this.readFeed();
-    return pids.length > 0 ? pids.pop() : 0;
+    return this.hasPid(detached) ? (detached ? this.leaders : this.pids).pop() : 0;
   }
 
   /** Whether takePid() would give a pid now, without waiting (reads the feed if need be). */
