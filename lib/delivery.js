@@ -14,10 +14,31 @@
 // (uv__make_close_pending pushes on a list's head): destroying stdout then
 // stdin gives stdin's 'close' first. closePhase() reproduces that order.
 
+import { addon } from './launch.js';
+
 // process._tickCallback is Node's runNextTicks(): microtasks, then ticks and
 // rejections, as after any callback. Bun and Deno lack it; there each
 // frame is delivered back to back, as before.
-const settle = typeof process._tickCallback === 'function' ? () => process._tickCallback() : () => {};
+//
+// A next-tick callback that throws is an uncaught exception, handled (by
+// 'uncaughtException') before anything else runs, as when Node runs the
+// ticks after a callback of its own. Thrown on from here, it would reach
+// the launch addon's callback scope first, whose close finds the throwing
+// tick's async id still on the stack and aborts the process; the addon
+// hands it to Node's handling at once instead. The ticks after it run
+// after the next callback, as under Node.
+const uncaught = typeof addon?.uncaught === 'function' ? addon.uncaught : null;
+const settle = typeof process._tickCallback !== 'function'
+  ? () => {}
+  : uncaught === null
+    ? () => process._tickCallback()
+    : () => {
+      try {
+        process._tickCallback();
+      } catch (err) {
+        uncaught(err);
+      }
+    };
 
 let depth = 0;
 

@@ -17,11 +17,16 @@ import { constants } from 'node:os';
 const { EPIPE } = constants.errno;
 export const DROP_LINGER_MS = 5;
 
+// A pipe handle's close callback runs in the async context of the child's
+// spawn() (its handle was made there), not in that of whatever queued the
+// close first: the close phase runs a batch of closes of many children.
 function closeLater(stream, err, before) {
-  const emitClose = () => {
+  const resource = stream._session?.resource;
+  const emit = () => {
     if (before !== null) before();
     stream.emit('close', err != null);
   };
+  const emitClose = resource === undefined ? emit : () => resource.runInAsyncScope(emit);
   if (stream._handleless) process.nextTick(emitClose);
   else if (!(stream._eofSeen && stream._session.holdClose(emitClose))) closePhase(emitClose);
 }

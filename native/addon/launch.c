@@ -1305,6 +1305,25 @@ static napi_value shutdown_fd(napi_env env, napi_callback_info info)
 	return int_value(env, shutdown(fd, SHUT_WR) < 0 ? -errno : 0);
 }
 
+/* uncaught(error): hands `error` to Node's uncaught-exception handling now,
+ * as Node does for an exception that leaves a libuv callback: 'uncaught
+ * Exception' is emitted (or the process ends), and the async id stack is
+ * reset. A callback of ours runs in napi_make_callback's scope, whose
+ * TryCatch would otherwise hold the exception until the scope closes, and
+ * a next-tick callback that threw leaves its async id on the stack (Node's
+ * tick loop pops it only when it returns): the scope's close would then
+ * find the stack corrupted and abort the process. */
+static napi_value uncaught(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value arg;
+
+	if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != 0 || argc < 1)
+		return type_error(env, "uncaught(error)");
+	napi_fatal_exception(env, arg);
+	return NULL;
+}
+
 /* write(fd, buffer): one write(2) of the whole buffer (EINTR retried):
  * the bytes the kernel took, or a negative errno (-EAGAIN when the socket
  * is full). A SPAWN frame's write, without fs.writeSync's request object. */
@@ -1405,6 +1424,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "pauseWatch", pause_watch);
 	export(env, exports, "shutdown", shutdown_fd);
 	export(env, exports, "write", write_fd);
+	export(env, exports, "uncaught", uncaught);
 	export(env, exports, "read", read_fd);
 	return exports;
 }

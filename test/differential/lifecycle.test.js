@@ -306,6 +306,61 @@ test('`yes` whose reader goes away: exit 1, "Connection reset by peer" (Node\'s 
   assert.ok(pipes('spawnpool') <= pipes('node') + 2, `SIGPIPE in ${pipes('spawnpool')} of 10 runs (node:child_process: ${pipes('node')})`);
 });
 
+test('a next-tick callback that throws during a child\'s events is an uncaught exception, as under Node (it aborted the process: the async id stack)', () => {
+  // An unhandled stream 'error' (stdin's EPIPE) and 'end' are emitted on a
+  // tick, and listeners queue ticks of their own. With the launch addon the
+  // frames are delivered inside its callback scope: a tick that threw left
+  // its async id on the stack, and the scope's close aborted the process
+  // ("async hook stack has become corrupted"), uncaughtException unheard.
+  const script = fileURLToPath(new URL('../fixtures/scripts/tick-throw.js', import.meta.url));
+  const run = (impl, mode) => nodeCp.spawnSync(process.execPath, [script, impl, mode], { encoding: 'utf8', timeout: 20_000 });
+  const node = run('node', 'handled');
+  const pooled = run('spawnpool', 'handled');
+  assert.equal(node.status, 0, node.stderr);
+  assert.deepEqual(JSON.parse(node.stdout), ['uncaught EPIPE', 'close 0', 'uncaught tick', 'next tick', 'end', 'exit 0', 'close 0']);
+  assert.equal(pooled.status, 0, pooled.stderr);
+  assert.deepEqual(JSON.parse(pooled.stdout), JSON.parse(node.stdout));
+  // Without a handler the process ends with the error itself, as Node's.
+  const bare = { node: run('node', 'unhandled'), spawnpool: run('spawnpool', 'unhandled') };
+  for (const [name, r] of Object.entries(bare)) {
+    assert.equal(r.status, 1, `${name}: ${r.stderr}`);
+    assert.match(r.stderr, /^Error: write EPIPE$/m, name);
+    assert.doesNotMatch(r.stderr, /async hook stack|Native stack trace/, name);
+  }
+});
+
+test('every event of a child, its streams and exec\'s callback run in the async context of its spawn (AsyncLocalStorage)', async () => {
+  // The close phase runs the closes of many children in one batch: its
+  // stdio's 'close', hence the child's 'close' and exec's callback, ran
+  // in the context of whichever child queued a close first.
+  const { AsyncLocalStorage } = await import('node:async_hooks');
+  const als = new AsyncLocalStorage();
+  const { exec } = await import('spawnpool');
+  const execs = { node: nodeCp.exec, spawnpool: (cmd, cb) => exec(cmd, cb) };
+  for (const [name, spawn] of Object.entries(impls)) {
+    const wrong = [];
+    const check = (id, what) => { if (als.getStore() !== id) wrong.push(`${id} ${what}: ${als.getStore()}`); };
+    const one = (id) => als.run(id, () => new Promise((resolve) => {
+      if (id % 3 === 0) {
+        execs[name](`echo ${id}`, () => { check(id, 'exec callback'); resolve(); });
+        return;
+      }
+      const child = spawn('sh', ['-c', `echo ${id}; echo ${id} >&2`]);
+      child.on('spawn', () => check(id, 'spawn'));
+      for (const fd of ['stdout', 'stderr']) {
+        child[fd].on('data', () => check(id, `${fd} data`));
+        child[fd].on('end', () => check(id, `${fd} end`));
+        child[fd].on('close', () => check(id, `${fd} close`));
+      }
+      child.stdin.on('close', () => check(id, 'stdin close'));
+      child.on('exit', () => check(id, 'exit'));
+      child.on('close', () => { check(id, 'close'); resolve(); });
+    }));
+    await Promise.all(Array.from({ length: 24 }, (_, i) => one(i)));
+    assert.deepEqual(wrong, [], name);
+  }
+});
+
 test('pool closes', async () => {
   await pool.close();
 });

@@ -103,7 +103,7 @@ test("no closure made per call is renamed at each call: keepNames' __name only w
   const wrapped = [...text.matchAll(/^ *(?:const|let|var) ([\w$]+) = \/\* @__PURE__ \*\/ __name\([^]*?, "([\w$]+)"\);$/gm)]
     .filter(([, binding, name]) => binding === name);
   assert.deepEqual(wrapped.map(([, name]) => name), []);
-  assert.match(text, /^ {2}const emitClose = \(\) => \{$/m);
+  assert.match(text, /^ {2}const emit = \(\) => \{$/m);
   // Nor is a class named by a define (its constructor would never be
   // optimized), nor a function declaration that has its name already.
   assert.deepEqual(text.match(/__name\(this, "[\w$]+"\)/g), null);
