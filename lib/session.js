@@ -323,7 +323,7 @@ export class Session {
     // Node's stdio sockets of a failed spawn have no handle: they end as
     // soon as read, and close on a tick rather than in the close phase.
     for (const stream of this.streams) if (stream !== null) stream._handleless = true;
-    this.streams[0]?._failed(EPIPE);
+    this.streams[0]?._failAtDestroy(EPIPE);
     this.streams[1]?._eof(0);
     this.streams[2]?._eof(0);
     this.update();

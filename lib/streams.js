@@ -166,6 +166,7 @@ export class ChildWritable extends Writable {
     this._inflight = 0;
     this._pending = null;
     this._handleless = false;
+    this._destroyErrno = 0;
   }
 
   _write(chunk, encoding, callback) {
@@ -232,6 +233,17 @@ export class ChildWritable extends Writable {
     if (p !== null) p.callback(errnoError(errno, 'write'));
   }
 
+  /**
+   * The spawn failed: as Node's stdin socket, the stream is destroyed
+   * (without an error) when the child's 'error' is emitted, and only then
+   * does a pending write fail, with `errno`: its callback hears it, no
+   * 'error' event is emitted (code that writes to the stdin of a program
+   * that may be missing listens on the child only).
+   */
+  _failAtDestroy(errno) {
+    this._destroyErrno = errno;
+  }
+
   _final(callback) {
     this._session.stdinEnd();
     callback();
@@ -241,7 +253,8 @@ export class ChildWritable extends Writable {
     this._session.closePipe(0);
     const p = this._take();
     callback(err);
-    closeLater(this, err, p === null ? null : () => p.callback());
+    const errno = this._destroyErrno;
+    closeLater(this, err, p === null ? null : () => p.callback(errno === 0 ? undefined : errnoError(errno, 'write')));
   }
 
   ref() {

@@ -361,6 +361,34 @@ test('every event of a child, its streams and exec\'s callback run in the async 
   }
 });
 
+test("stdin of a spawn that failed: a pending write's callback gets EPIPE after the child's 'error', and stdin emits no 'error' of its own", async () => {
+  // Code that pipes text into a program that may be missing listens on
+  // the child only (a clipboard helper, say): spawnpool emitted EPIPE on
+  // stdin, an unhandled 'error' that ended the process.
+  const traces = {};
+  for (const [name, spawn] of Object.entries(impls)) {
+    traces[name] = [];
+    for (const [what, make] of [
+      ['missing program', () => spawn('spawnpool-no-such-program', ['-x'])],
+      ['missing cwd', () => spawn('cat', [], { cwd: '/spawnpool-no-such-dir' })],
+      ['not executable', () => spawn('/etc/passwd')],
+    ]) {
+      const log = [what];
+      const child = make();
+      child.on('error', (err) => log.push(`child error ${err.code}`));
+      child.stdin.on('error', (err) => log.push(`stdin error ${err.code}`));
+      child.stdin.on('close', () => log.push('stdin close'));
+      child.stdin.write('abc', (err) => log.push(`write callback ${err?.code}`));
+      child.stdin.end('x');
+      await new Promise((resolve) => child.on('close', resolve));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      traces[name].push(log);
+    }
+  }
+  assert.deepEqual(traces.node[0], ['missing program', 'child error ENOENT', 'write callback EPIPE', 'stdin close']);
+  assert.deepEqual(traces.spawnpool, traces.node);
+});
+
 test('pool closes', async () => {
   await pool.close();
 });
