@@ -320,12 +320,17 @@ export class Session {
     this.state = FAILED;
     this.leaveCohort();
     this.wire.fill(false);
-    // Node's stdio sockets of a failed spawn have no handle: they end as
-    // soon as read, and close on a tick rather than in the close phase.
-    for (const stream of this.streams) if (stream !== null) stream._handleless = true;
+    // Node's pipes of a failed spawn are real ones whose other end is
+    // closed: they read their EOF in a later poll phase and close in the
+    // close phase, so that a 'close' listener added after an await (of the
+    // 'error', say) still hears it. The EOF comes in the check phase here.
     this.streams[0]?._failAtDestroy(EPIPE);
-    this.streams[1]?._eof(0);
-    this.streams[2]?._eof(0);
+    if (this.streams[1] !== null || this.streams[2] !== null) {
+      setImmediate(checkPhase(() => {
+        this.streams[1]?._eof(0);
+        this.streams[2]?._eof(0);
+      }));
+    }
     this.update();
     this.child._spawnFailed(errno);
     // Found out before any server saw it (lib/precheck.js): nothing to release.

@@ -27,8 +27,7 @@ function closeLater(stream, err, before) {
     stream.emit('close', err != null);
   };
   const emitClose = resource === undefined ? emit : () => resource.runInAsyncScope(emit);
-  if (stream._handleless) process.nextTick(emitClose);
-  else if (!(stream._eofSeen && stream._session.holdClose(emitClose))) closePhase(emitClose);
+  if (!(stream._eofSeen && stream._session.holdClose(emitClose))) closePhase(emitClose);
 }
 
 /**
@@ -48,7 +47,6 @@ export class ChildReadable extends Readable {
     this._fd = fd;
     this._owed = 0;
     this._batch = Math.max(1, window >>> 1);
-    this._handleless = false;
     this._eofSeen = false;
     this._direct = null;
     this._directDone = false;
@@ -165,7 +163,6 @@ export class ChildWritable extends Writable {
     this._session = session;
     this._inflight = 0;
     this._pending = null;
-    this._handleless = false;
     this._destroyErrno = 0;
   }
 

@@ -389,6 +389,32 @@ test("stdin of a spawn that failed: a pending write's callback gets EPIPE after 
   assert.deepEqual(traces.spawnpool, traces.node);
 });
 
+test("a failed spawn's 'close' comes after its 'error' has been awaited, as Node's pipes close in a later loop phase", async () => {
+  // Its streams ended and closed on the ticks right after 'error': a
+  // 'close' listener added after an await of the 'error' never heard it.
+  const results = {};
+  for (const [name, spawn] of Object.entries(impls)) {
+    const log = [];
+    const child = spawn('spawnpool-no-such-program');
+    child.on('error', (err) => {
+      log.push(`error ${err.code}`);
+      setImmediate(() => log.push('immediate after error'));
+    });
+    await null;
+    const closed = new Promise((resolve) => child.on('close', (code) => { log.push(`close ${code}`); resolve(); }));
+    const again = spawn('spawnpool-no-such-program');
+    await new Promise((resolve) => again.once('error', resolve));
+    const outcome = await Promise.race([
+      new Promise((resolve) => again.once('close', (code) => resolve(`close ${code}`))),
+      new Promise((resolve) => setTimeout(() => resolve('no close'), 2000)),
+    ]);
+    await closed;
+    results[name] = { log: log.filter((e) => e !== 'immediate after error'), outcome };
+  }
+  assert.deepEqual(results.node, { log: ['error ENOENT', 'close -2'], outcome: 'close -2' });
+  assert.deepEqual(results.spawnpool, results.node);
+});
+
 test('pool closes', async () => {
   await pool.close();
 });
