@@ -11,6 +11,7 @@ import {
   validatePoolOptions, resolveSizing, availableCpus, DEFAULT_IDLE_TIMEOUT_MS,
 } from './config.js';
 import { debug, channels, unpublished, fallback, now } from './observe.js';
+import { inheritedState } from './inherited.js';
 import { childProcessDenied, envVar } from './runtime.js';
 
 export { availableCpus };
@@ -96,6 +97,7 @@ export class Pool {
     this.closed = false;
     this.started = false;
     this.startedAt = 0;
+    this.inherited = null;        // the umask and credentials the servers took (lib/inherited.js)
     this.next = 0;
     this.startFailures = 0;       // servers in a row that died before their handshake
     this.unavailable = null;      // why spawns go to node:child_process, or null
@@ -166,6 +168,7 @@ export class Pool {
     if (!this.started) {
       this.started = true;
       this.startedAt = now();
+      this.inherited = inheritedState();
       debug('pool start: %d servers (min %d, max %d): %s', this.size, this.min, this.max, this.sizeReason);
       if (channels.poolStart.hasSubscribers) {
         channels.poolStart.publish({ pool: this, size: this.size, min: this.min, max: this.max, reason: this.sizeReason });

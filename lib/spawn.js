@@ -15,6 +15,7 @@ import {
 } from './observe.js';
 import { checkRuntime, childProcessDenied, delegates } from './runtime.js';
 import { checkSpawn, throwsSynchronously, spawnError } from './precheck.js';
+import { inheritedChanged } from './inherited.js';
 
 function toRequest(norm, plan, window) {
   const { options } = norm;
@@ -141,6 +142,11 @@ export function createSpawn(getPool) {
     }
     if (!pool.serving()) {
       fallback(pool, pool.refusal(), norm.file);
+      return nodeSpawn(file, args, options);
+    }
+    // The umask or the credentials changed since the servers started.
+    if (pool.inherited !== null && inheritedChanged(pool.inherited)) {
+      fallback(pool, 'credentials-changed', norm.file);
       return nodeSpawn(file, args, options);
     }
     const request = toRequest(norm, plan, pool.window);

@@ -1,0 +1,82 @@
+// What a child inherits from its parent that a spawn server took once, at
+// its own start: the file mode creation mask and the credentials. Node's
+// child gets them as they are at spawn(); a server's children get the
+// server's. Node programs change them through process.umask(mask),
+// process.setuid() and its siblings (a server started as root drops its
+// privileges once it has bound its port): those are wrapped here, so that a
+// change after the pool started costs nothing per spawn until it happens,
+// and from then on a spawn whose process differs from the pool's start goes
+// to node:child_process, which forks the process as it is now.
+import { readFileSync } from 'node:fs';
+
+const SETTERS = ['umask', 'setuid', 'setgid', 'seteuid', 'setegid', 'setgroups', 'initgroups'];
+
+let changes = 0;      // calls of the wrapped setters so far
+let mask = null;      // the umask as last set through process.umask(mask); null: not since load
+let installed = false;
+
+/** Wraps the process's setters of inherited state (once; where they exist). */
+function install() {
+  installed = true;
+  for (const name of SETTERS) {
+    const original = process[name];
+    if (typeof original !== 'function') continue;
+    const wrapped = {
+      [name](...args) {
+        const result = Reflect.apply(original, process, args);
+        if (name === 'umask') {
+          // Node takes a number or an octal string (it threw above if neither).
+          if (args[0] !== undefined) {
+            mask = (typeof args[0] === 'string' ? Number.parseInt(args[0], 8) : args[0]) & 0o777;
+            changes++;
+          }
+        } else {
+          changes++;
+        }
+        return result;
+      },
+    }[name];
+    Object.defineProperty(wrapped, 'length', { value: original.length });
+    process[name] = wrapped;
+  }
+}
+
+// The umask without changing it, even for a moment (process.umask() with no
+// argument sets it to 0 and back: a file another thread creates meanwhile
+// gets mode 0666): /proc/self/status has it since Linux 4.7.
+function readMask() {
+  try {
+    const line = /^Umask:\s*([0-7]+)$/m.exec(readFileSync('/proc/self/status', 'latin1'));
+    return line === null ? null : Number.parseInt(line[1], 8);
+  } catch {
+    return null;
+  }
+}
+
+function credentials() {
+  const read = (name) => (typeof process[name] === 'function' ? process[name]() : undefined);
+  return `${read('getuid')} ${read('geteuid')} ${read('getgid')} ${read('getegid')} ${read('getgroups')?.join(',')}`;
+}
+
+/**
+ * What the servers a pool starts now inherit. Call before starting them;
+ * `inheritedChanged(state)` then says whether a spawn would differ.
+ */
+export function inheritedState() {
+  if (!installed) install();
+  return { changes, mask: mask ?? readMask(), credentials: credentials() };
+}
+
+/**
+ * Whether the process's umask or credentials differ from `state`'s (taken
+ * by inheritedState() when the pool started). Free while none of the
+ * setters was called; a change that was undone counts as none.
+ */
+export function inheritedChanged(state) {
+  if (state.changes === changes) return false;
+  const now = inheritedState();
+  // An unreadable mask at the start: any mask set since counts as a change.
+  const same = now.credentials === state.credentials && (mask === null || mask === state.mask);
+  if (same) state.changes = changes;
+  return !same;
+}

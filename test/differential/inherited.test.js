@@ -1,0 +1,27 @@
+// What a child inherits that the spawn servers took at their start: the
+// umask and the credentials. Node's child gets them as they are at spawn();
+// after a change, spawnpool hands spawns to node:child_process (a server
+// started as root went on spawning root children after the program dropped
+// its privileges). In fresh processes: the script changes its own.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const script = fileURLToPath(new URL('../fixtures/scripts/inherited.js', import.meta.url));
+const run = (impl) => {
+  const r = spawnSync(process.execPath, [script, impl], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+};
+
+test('a umask (and, as root, uid, gid and groups) changed after the pool started reaches the children, as under Node', () => {
+  const node = run('node');
+  const { fallbacks, ...pooled } = run('spawnpool');
+  assert.deepEqual(node.changed, '0077');
+  if (process.getuid() === 0) assert.equal(node.ids, '65534 65534 65534');
+  assert.deepEqual(pooled, node);
+  // Served by Node while the process differs from the pool's start: the
+  // umask's one spawn, and as root the ids'; the undone umask is served.
+  assert.equal(fallbacks, process.getuid() === 0 ? 2 : 1);
+});
