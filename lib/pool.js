@@ -272,9 +272,14 @@ export class Pool {
       let parking = false;
       for (const s of candidates) {
         if (s.gone || !s.parks) continue;
-        parking = true;
         const pid = s.takePid(detached);
-        if (pid !== 0) return { server: s, pid };
+        if (pid !== 0) {
+          s.stalled = false;
+          return { server: s, pid };
+        }
+        // One that let a wait time out is not waited for again until it
+        // announces a pid: its spawns are pid-less meanwhile.
+        if (!s.stalled) parking = true;
       }
       if (!parking && candidates.length < this.servers.length) {
         candidates = this.servers;     // the chosen one cannot park: any other
@@ -294,7 +299,16 @@ export class Pool {
         // for again: its spawns are pid-less from now on. Only the one
         // chosen, or those waited for in its place: a server started
         // during this wait (a replacement) had no second to announce.
-        for (const s of packing ? [chosen] : candidates) if (!s.announced) s.parks = false;
+        // One that did announce before but has no child parked now (its
+        // clone() fails: a process limit, pids.max; or it is stopped) is
+        // not waited for until it announces another: the spawns after this
+        // one go to it pid-less, without a wait (they blocked the loop a
+        // second each), and fail as Node's would (EAGAIN) if it cannot
+        // spawn at all.
+        for (const s of packing ? [chosen] : candidates) {
+          if (!s.announced) s.parks = false;
+          else s.stalled = true;
+        }
         return { server: null, pid: 0 };
       }
       sleepSync(PARK_POLL_MS);

@@ -161,6 +161,7 @@ export class Server {
     this.feedBuf = null;
     this.feedKept = 0;            // bytes of a pid split over two reads, at the buffer's start
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
+    this.stalled = false;         // a wait for its pid timed out; none announced since
 
     const args = this.detached ? ['--detach', String(process.pid)] : [String(process.pid)];
     // A launched server's feed is always read: it may park from its start.

@@ -119,6 +119,50 @@ test('pack: spawns go to the first server with a parked child ready; the next ta
   }
 });
 
+test('a server whose wait for a parked child timed out is not waited for again: the next spawns go to it pid-less, without blocking the loop', async () => {
+  // A server that cannot park (clone() fails: a process limit; or stopped,
+  // as here) made every spawn wait PARK_WAIT_MS (1 s) on the loop, then go
+  // to node:child_process.
+  const pool = createPool({ size: 1, parked: 2 });
+  const children = [];
+  let stopped = 0;
+  try {
+    await pool.ready();
+    await untilParked(serverPids(pool), 2 + 1);
+    stopped = serverPids(pool)[0];
+    process.kill(stopped, 'SIGSTOP');
+    const timed = () => {
+      const start = performance.now();
+      const child = pool.spawn('sh', ['-c', 'exit 3'], { stdio: 'ignore' });
+      children.push(child);
+      return performance.now() - start;
+    };
+    timed();
+    timed();
+    assert.equal(pool.stats().parkedWaits, 0, 'its two parked children taken at once');
+    const waited = timed();
+    assert.ok(waited >= 900, `the first spawn without a parked child waits for one (${waited.toFixed(0)} ms)`);
+    assert.equal(pool.stats().parkedTimeouts, 1);
+    assert.equal(pool.stats().fallbacks, 1);
+    const next = [timed(), timed(), timed()];
+    assert.ok(Math.max(...next) < 200, `the next spawns do not wait: ${next.map((ms) => ms.toFixed(0)).join(', ')} ms`);
+    assert.equal(pool.stats().parkedTimeouts, 1);
+    assert.equal(pool.stats().fallbacks, 1, 'served by the stopped server once it goes on');
+    process.kill(stopped, 'SIGCONT');
+    stopped = 0;
+    const codes = await Promise.all(children.map((c) => new Promise((resolve) => c.on('close', resolve))));
+    assert.deepEqual(codes, [3, 3, 3, 3, 3, 3]);
+    // Once it announces a parked child again, spawns take pids as before.
+    await untilParked(serverPids(pool), 2 + 1);
+    const child = pool.spawn('true', [], { stdio: 'ignore' });
+    assert.equal(typeof child.pid, 'number', 'a parked pid at return');
+    await once(child, 'close');
+  } finally {
+    if (stopped !== 0) process.kill(stopped, 'SIGCONT');
+    await endAll(pool, children);
+  }
+});
+
 test(`pack: a server with ${PACK_MAX} children in flight takes no more while another can`, async () => {
   const pool = createPool({ size: 2, parked: PACK_MAX + 16, strategy: 'pack' });
   const children = [];
