@@ -125,8 +125,14 @@ export class ChildReadable extends Readable {
   _eof(errno) {
     this._eofSeen = true;
     this._dropDirect();
-    if (errno !== 0) this.destroy(errnoError(errno, 'read'));
-    else this.push(null);
+    if (errno !== 0) {
+      this.destroy(errnoError(errno, 'read'));
+      return;
+    }
+    this.push(null);
+    // As net's onStreamRead at EOF: a stream nobody reads, with nothing
+    // buffered, emits 'end' now, not when something reads it.
+    this.read(0);
   }
 
   _destroy(err, callback) {

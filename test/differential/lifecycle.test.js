@@ -415,6 +415,29 @@ test("a failed spawn's 'close' comes after its 'error' has been awaited, as Node
   assert.deepEqual(results.spawnpool, results.node);
 });
 
+test("an unread stdout that reaches EOF emits 'end' at once, not at the exit: stderr attached after awaiting it is not lost", async () => {
+  // Its push(null) had no read(0) after it (net's onStreamRead has one):
+  // 'end' waited for a reader, which came only with the exit's flush, and
+  // that flush also drained stderr before its listener was attached.
+  const results = {};
+  for (const [name, spawn] of Object.entries(impls)) {
+    const first = spawn('sh', ['-c', 'exec >&-; sleep 0.5']);
+    const ended = await Promise.race([
+      once(first.stdout, 'end').then(() => `end, exitCode ${first.exitCode}`),
+      once(first, 'exit').then(() => 'exit first'),
+    ]);
+    await once(first, 'close');
+    const second = spawn('sh', ['-c', 'echo oops >&2; exit 1']);
+    await once(second.stdout, 'end');
+    let err = '';
+    second.stderr.on('data', (d) => { err += d; });
+    await once(second, 'close');
+    results[name] = { ended, err };
+  }
+  assert.deepEqual(results.node, { ended: 'end, exitCode null', err: 'oops\n' });
+  assert.deepEqual(results.spawnpool, results.node);
+});
+
 test('pool closes', async () => {
   await pool.close();
 });
