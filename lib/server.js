@@ -14,7 +14,7 @@ import { debug, now } from './observe.js';
 import { deliver } from './session.js';
 import { runtime } from './runtime.js';
 import {
-  addon, startProcess, launchResult, reapProcess, receiveHandover, watchSocket, writeFd, readFd,
+  addon, startProcess, launchResult, reapProcess, receiveHandover, watchSocket, writeFd, readFd, readPipe,
 } from './launch.js';
 import { errnoError } from './errors.js';
 
@@ -160,6 +160,8 @@ export class Server {
     this.sentEnv = null;          // the environment the server has: later SPAWNs with it say SAME_ENV
     this.feedBuf = null;
     this.feedKept = 0;            // bytes of a pid split over two reads, at the buffer's start
+    this.exitWatch = null;        // the launched server's pidfd, read by the addon (watchProcess)
+    this.exitedEarly = false;     // its process exited before its connection closed
     this.parks = parked > 0;      // false: pids come with SPAWNED (pid-less SPAWN)
     this.stalled = false;         // a wait for its pid timed out; none announced since
 
@@ -297,7 +299,11 @@ export class Server {
     this.pid = this.detached ? undefined : this.proc.pid;
     this.exited = new Promise((resolve) => {
       this.proc.once('exit', (code, signal) => {
-        if (!this.detached) this.exitStatus = signal ?? code;
+        // A detached server's process here is the one that detached it.
+        if (!this.detached) {
+          this.exitStatus = signal ?? code;
+          this.processExited();
+        }
         resolve();
       });
       // ENOENT/EACCES/EMFILE/EAGAIN: Node reports them asynchronously.
@@ -659,6 +665,7 @@ export class Server {
       this.pid = msg.pid;
       if (!msg.parked) this.parks = false;
       clearTimeout(this.handshakeTimer);
+      if (this.proc === null && !this.detached) this.watchProcess();
       this.pool.onServerReady(this);
     } else if (msg.type === T.FATAL) {
       throw new ProtocolError(`server reported: ${msg.message}`);
@@ -676,6 +683,49 @@ export class Server {
     return this.exitStatus === null ? 'its connection closed' : `it exited (${this.exitStatus})`;
   }
 
+  /**
+   * A launched server's exit, seen through a pidfd as it happens. Its
+   * socket and feed close only once its parked children, which share its
+   * fd table, have exited too (they die with it, a few ms later on a busy
+   * machine): meanwhile a spawn would take the pid of a dead parked child
+   * and write a SPAWN that nobody reads, and the child end as killed
+   * without its program ever running. (A server started by
+   * node:child_process has its 'exit' for that.)
+   */
+  watchProcess() {
+    if (typeof addon?.pidfd !== 'function' || this.knownPid === undefined) return;
+    const fd = addon.pidfd(this.knownPid);
+    if (fd < 0) return;
+    // Readable at the exit, when the addon's recv() on it fails ENOTSOCK;
+    // any other end is the watch's failure, not the server's exit.
+    const reader = readPipe(fd, () => {}, (errno) => {
+      reader.destroy();
+      this.exitWatch = null;
+      if (errno === osConstants.errno.ENOTSOCK) this.processExited();
+    });
+    if (reader === null) {
+      closeSync(fd);
+      return;
+    }
+    reader.unref();
+    this.exitWatch = reader;
+  }
+
+  /**
+   * The server process exited: no more spawns go to it. Its socket is
+   * still read to its end (what it sent before it died counts), and its
+   * close ends the server as always (die()).
+   */
+  processExited() {
+    if (this.gone) return;
+    debug('server %s exited; its connection has not closed yet', this.knownPid);
+    this.exitedEarly = true;
+    this.gone = true;
+    this.parks = false;
+    this.pids = [];
+    this.leaders = [];
+  }
+
   /** The server is gone (exit, crash or protocol error): tell the pool once. */
   die(cause) {
     if (this.dead) return;
@@ -685,6 +735,8 @@ export class Server {
     if (this.startError !== null) cause = this.startError;
     this.dead = true;
     this.gone = true;
+    this.exitWatch?.destroy();
+    this.exitWatch = null;
     this.parks = false;
     this.pids = [];
     this.leaders = [];
@@ -719,7 +771,9 @@ export class Server {
   close() {
     this.flushAtExit();
     live.delete(this);
-    if (this.gone) return this.exited;
+    // One whose process exited before its connection closed (processExited)
+    // is waited for as a live one: its connection's close, and its exit.
+    if (this.gone && !(this.exitedEarly && !this.dead)) return this.exited;
     this.parks = false;
     this.pids = [];
     this.leaders = [];

@@ -1305,6 +1305,36 @@ static napi_value shutdown_fd(napi_env env, napi_callback_info info)
 	return int_value(env, shutdown(fd, SHUT_WR) < 0 ? -errno : 0);
 }
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* pidfd(pid): a pidfd of process `pid`, readable once it
+ * has exited, or a negative errno (ENOSYS before Linux 5.3). A server's:
+ * its socket closes only when its parked children, which share its fd
+ * table, have exited too; the pidfd tells its own exit at once. */
+static napi_value pidfd(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value arg;
+	int32_t pid;
+	int fd, r;
+
+	if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != 0 || argc < 1
+	    || napi_get_value_int32(env, arg, &pid) != 0 || pid <= 0)
+		return type_error(env, "pidfd(pid)");
+	fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);        /* close-on-exec always */
+	if (fd < 0)
+		return int_value(env, -errno);
+	/* Never one of 0-2 (closed in this process): a child of Node's that
+	 * inherits its stdio would get the pidfd. */
+	if (fd < 3 && (r = move_up(&fd, 3)) < 0) {
+		close(fd);
+		return int_value(env, r);
+	}
+	return int_value(env, fd);
+}
+
 /* uncaught(error): hands `error` to Node's uncaught-exception handling now,
  * as Node does for an exception that leaves a libuv callback: 'uncaught
  * Exception' is emitted (or the process ends), and the async id stack is
@@ -1425,6 +1455,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "shutdown", shutdown_fd);
 	export(env, exports, "write", write_fd);
 	export(env, exports, "uncaught", uncaught);
+	export(env, exports, "pidfd", pidfd);
 	export(env, exports, "read", read_fd);
 	return exports;
 }

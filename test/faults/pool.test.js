@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool } from 'spawnpool';
 import { errShape } from '../helpers/record.js';
 import {
-  assertNoLeaks, fdBaseline, fdCount, isGone, procStat, zombiesOf, allProcesses,
+  assertNoLeaks, fdBaseline, fdCount, isGone, procStat, zombiesOf, allProcesses, childrenOf,
 } from '../helpers/leaks.js';
 
 const LIB_URL = pathToFileURL(fileURLToPath(new URL('../../dist/index.js', import.meta.url))).href;
@@ -471,4 +471,28 @@ test("a server whose socket Node closed is not written to before its 'close' (se
   const r = JSON.parse(out.trim().split('\n').pop());
   assert.equal(r.sameNumber, true, 'the file took the socket\'s number (the scenario happened)');
   assert.deepEqual([r.fileBytes, r.code, r.stdout], [0, 0, 'served\n']);
+});
+
+test('a server killed while its parked children still hold its socket gets no more spawns once its process has exited', { timeout: 60000 }, async () => {
+  // Parked children share their server's fd table: its socket closes only
+  // when the last of them has died too, some ms after the server (256 of
+  // them on a busy machine). A spawn meanwhile took a dead parked child's
+  // pid, its SPAWN went unread, and the child ended as killed without its
+  // program ever running (2 of 6 runs, 20 ms after the kill). The server's
+  // exit is now seen through a pidfd as it happens.
+  const lost = [];
+  for (let round = 0; round < 6; round++) {
+    const pool = await startedPool({ size: 1, parked: 256 });
+    const [server] = serverPidsOf(pool);
+    await until(() => childrenOf([server]).length >= 256, 10000);
+    process.kill(server, 'SIGKILL');
+    // Its process gone (a zombie until the pool reaps it), then one more
+    // loop turn: the pidfd's event is in.
+    await until(() => procStat(server)?.state === 'Z' || procStat(server) === null, 5000, 1);
+    await sleep(5);
+    const results = await Promise.all([1, 2, 3].map((i) => watch(pool.spawn('echo', [`after${i}`]))));
+    for (const r of results) if (r.code !== 0) lost.push(`round ${round}: ${JSON.stringify(r.events)}`);
+    await pool.close().catch(() => {});
+  }
+  assert.deepEqual(lost, []);
 });
