@@ -2,7 +2,6 @@
 // Node's validation and errors (lib/child_process.js normalizeSpawnArguments,
 // lib/internal/child_process.js getValidStdio). Later layers trust the result.
 import { fileURLToPath } from 'node:url';
-import { resolve } from 'node:path';
 import { constants } from 'node:os';
 import {
   invalidArgType, invalidArgValue, outOfRange, unknownSignal, invalidSyncForkInput,
@@ -306,4 +305,10 @@ export function planStdio(stdio) {
  * spawn() must not change the child's). A deleted cwd is the one case this
  * cannot express (docs/behaviour-differences.md).
  */
-export const resolveCwd = (cwd) => (cwd == null ? process.cwd() : resolve(process.cwd(), cwd));
+// Not normalized: the kernel resolves `..` after a symlink to the symlink's
+// target's parent, and `missing/..` does not exist (ENOENT), as under Node,
+// whose child chdir()s to the string it was given. Relative: to our cwd.
+export const resolveCwd = (cwd) => {
+  if (cwd == null || cwd === '') return process.cwd();
+  return cwd.startsWith('/') ? cwd : `${process.cwd()}/${cwd}`;
+};

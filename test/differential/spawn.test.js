@@ -16,7 +16,7 @@ import * as nodeCp from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import { randomBytes, createHash } from 'node:crypto';
 import {
-  mkdtempSync, writeFileSync, mkdirSync, chmodSync, rmSync, realpathSync, readFileSync, readdirSync, readlinkSync,
+  mkdtempSync, writeFileSync, mkdirSync, chmodSync, rmSync, realpathSync, readFileSync, readdirSync, readlinkSync, symlinkSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -778,4 +778,37 @@ test('the suite ran against the native servers, not the node:child_process fallb
   assert.equal(s.available, true, `spawnpool fell back to node:child_process: ${JSON.stringify(s)}`);
   assert.ok(s.spawned > 0, 'no child went through the servers');
   assert.equal(s.restarts, 0, 'a server died during the suite');
+});
+
+test("cwd is the string given, resolved by the kernel as Node's child resolves it: '..' after a symlink, a missing directory before '..'", async () => {
+  // It was normalized as text (path.resolve): `link/..` went to the
+  // link's own directory, and `missing/..` started a child where Node
+  // emits ENOENT.
+  const base = realpathSync(mkdtempSync(join(tmpdir(), 'spawnpool-cwd-')));
+  mkdirSync(join(base, 'real', 'sub'), { recursive: true });
+  symlinkSync(join(base, 'real', 'sub'), join(base, 'link'));
+  const run = (spawn, cwd) => new Promise((resolve) => {
+    let child;
+    try {
+      child = spawn('pwd', ['-P'], { cwd });
+    } catch (err) {
+      resolve(`throw ${err.code}`);
+      return;
+    }
+    let out = '';
+    child.on('error', (err) => resolve(`error ${err.code}`));
+    child.stdout.on('data', (d) => { out += d; });
+    child.on('close', () => resolve(out.trim().replace(base, '<base>')));
+  });
+  const cwds = [`${base}/link/..`, `${base}/link/../sub`, `${base}/missing/..`, `${base}/real/./sub/..`, '/etc/passwd/..'];
+  try {
+    for (const cwd of cwds) {
+      const node = await run(nodeCp.spawn, cwd);
+      assert.equal(await run(spawnpool.spawn, cwd), node, cwd);
+    }
+    assert.equal(await run(nodeCp.spawn, `${base}/link/..`), '<base>/real');
+    assert.equal(await run(nodeCp.spawn, `${base}/missing/..`), 'error ENOENT');
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
 });
