@@ -89,16 +89,22 @@ async function untilParked(servers, n, children = []) {
 
 const serverPids = (pool) => pool.stats().servers.map((s) => s.pid);
 
+/** Once every server of `pool` has `parked` children parked, stops the first (SIGSTOP: it parks no more); its pid. */
+async function stopFirstServer(pool, parked) {
+  await pool.ready();
+  await untilParked(serverPids(pool), parked);
+  const pid = serverPids(pool)[0];
+  process.kill(pid, 'SIGSTOP');
+  return pid;
+}
+
 test('pack: spawns go to the first server with a parked child ready; the next takes the overflow', async () => {
   const pool = createPool({ size: 2, parked: 8, strategy: 'pack' });
   const children = [];
   let stopped = 0;
   try {
-    await pool.ready();
-    await untilParked(serverPids(pool), 8 + 2);    // and 2 session leaders each
     // Server 0 stopped: it parks no replacement for what is taken from it.
-    stopped = serverPids(pool)[0];
-    process.kill(stopped, 'SIGSTOP');
+    stopped = await stopFirstServer(pool, 8 + 2);    // and 2 session leaders each
     sleepers(pool, 6, children);
     assert.deepEqual(loads(pool), [6, 0], 'fewer spawns than server 0 has parked: all on it');
     // A burst beyond its parked children: server 0 gives its last 2, server
@@ -127,10 +133,7 @@ test('a server whose wait for a parked child timed out is not waited for again: 
   const children = [];
   let stopped = 0;
   try {
-    await pool.ready();
-    await untilParked(serverPids(pool), 2 + 1);
-    stopped = serverPids(pool)[0];
-    process.kill(stopped, 'SIGSTOP');
+    stopped = await stopFirstServer(pool, 2 + 1);
     const timed = () => {
       const start = performance.now();
       const child = pool.spawn('sh', ['-c', 'exit 3'], { stdio: 'ignore' });
@@ -181,10 +184,7 @@ test('pack: a detached spawn takes a session leader from the first server that h
   const children = [];
   let stopped = 0;
   try {
-    await pool.ready();
-    await untilParked(serverPids(pool), 8 + 2);
-    stopped = serverPids(pool)[0];
-    process.kill(stopped, 'SIGSTOP');
+    stopped = await stopFirstServer(pool, 8 + 2);
     sleepers(pool, 3, children, { detached: true });
     assert.deepEqual(loads(pool), [2, 1]);
     assert.equal(pool.stats().parkedWaits, 0);
