@@ -85,7 +85,7 @@ export interface PoolOptions {
 /** Why a call went to node:child_process; keys of `PoolStats.fallbacksByReason`. */
 export type FallbackReason =
   | 'unservable-stdio' | 'sync-api' | 'fork' | 'server-unavailable' | 'server-start-failed' | 'server-lost' | 'runtime'
-  | 'no-parked-child' | 'credentials-changed';
+  | 'no-parked-child';
 
 export interface PoolStats {
   /** Servers the pool keeps running now (between `min` and `max`). */

@@ -98,6 +98,7 @@ export class Pool {
     this.started = false;
     this.startedAt = 0;
     this.inherited = null;        // the umask and credentials the servers took (lib/inherited.js)
+    this.draining = [];           // servers renewed (renew()) with children still running
     this.next = 0;
     this.startFailures = 0;       // servers in a row that died before their handshake
     this.unavailable = null;      // why spawns go to node:child_process, or null
@@ -334,6 +335,10 @@ export class Pool {
 
   /** A server finished with a child: a closing pool may now be idle. */
   onRelease(server) {
+    if (server !== undefined && server.inFlight === 0 && this.draining.includes(server)) {
+      this.draining.splice(this.draining.indexOf(server), 1);
+      this.closeServer(server);
+    }
     if (this.closing !== null) this.closeIdle();
     else if (server !== undefined) this.idle(server);
   }
@@ -359,6 +364,11 @@ export class Pool {
     this.target = Math.max(Math.max(1, this.min), this.servers.length);
     server.retired = true;
     debug('server %s idle for %d ms: retiring it (%d servers left)', server.pid, this.idleTimeout, this.servers.length);
+    this.closeServer(server);
+  }
+
+  /** Closes a server out of service; its exit is awaited by close() until it comes. */
+  closeServer(server) {
     const exited = server.close();
     this.exiting.push(exited);
     exited.then(() => {
@@ -367,9 +377,32 @@ export class Pool {
     });
   }
 
+  /**
+   * The process's umask or credentials changed since the servers started
+   * (lib/inherited.js): they take no more spawns and exit once their
+   * children are done (servers started as root must not outlive the
+   * program's drop of its privileges); the next spawn starts new ones,
+   * which inherit the process as it is now.
+   */
+  renew() {
+    this.inherited = inheritedState();
+    debug('the umask or credentials changed: renewing %d servers', this.servers.length);
+    for (const server of this.servers) {
+      if (server.idleTimer !== undefined) clearTimeout(server.idleTimer);
+      server.idleTimer = undefined;
+      server.retired = true;
+      if (server.inFlight === 0) this.closeServer(server);
+      else this.draining.push(server);
+    }
+    this.servers = [];
+    this.target = Math.max(1, this.min);
+  }
+
   onServerGone(server, cause, sessions) {
     const i = this.servers.indexOf(server);
     if (i !== -1) this.servers.splice(i, 1);
+    const j = this.draining.indexOf(server);
+    if (j !== -1) this.draining.splice(j, 1);
     if (server.idleTimer !== undefined) clearTimeout(server.idleTimer);
     const lost = sessions.filter((s) => !(s.alive && s.state === 'spawning')).length;
     let reason;
@@ -423,7 +456,7 @@ export class Pool {
     try {
       server = this.acquire();
     } catch { /* closed: only the servers still draining can take it */ }
-    server ??= this.servers.find((s) => !s.gone) ?? null;
+    if (server === null || server.gone) server = this.servers.find((s) => !s.gone) ?? null;
     if (server !== null && this.assign(server, session)) {
       this.counters.retried++;
       return;
@@ -560,7 +593,7 @@ export class Pool {
     }
     if (timeout !== undefined) {
       setTimeout(() => {
-        for (const s of this.servers) for (const session of s.sessions.values()) session.child.kill('SIGKILL');
+        for (const s of [...this.servers, ...this.draining]) for (const session of s.sessions.values()) session.child.kill('SIGKILL');
         setTimeout(() => this.closeIdle(true), 1000).unref();
       }, timeout).unref();
     }
@@ -572,8 +605,10 @@ export class Pool {
   closeIdle(force = false) {
     const idle = this.servers.filter((x) => force || x.inFlight === 0);
     this.servers = this.servers.filter((x) => !idle.includes(x));
-    this.exiting.push(...idle.map((x) => x.close()));
-    if (this.servers.length === 0 && this.onClosed !== null) {
+    const drained = this.draining.filter((x) => force || x.inFlight === 0);
+    this.draining = this.draining.filter((x) => !drained.includes(x));
+    this.exiting.push(...[...idle, ...drained].map((x) => x.close()));
+    if (this.servers.length === 0 && this.draining.length === 0 && this.onClosed !== null) {
       const resolve = this.onClosed;
       this.onClosed = null;
       Promise.all(this.exiting).then(() => resolve());

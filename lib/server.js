@@ -511,6 +511,7 @@ export class Server {
     this.feedKept = end - off;
     if (this.feedKept > 0) this.feedBuf.copy(this.feedBuf, 0, off, end);
     this.announced ||= this.pids.length + this.leaders.length > 0;
+    if (this.pids.length + this.leaders.length > 0) this.stalled = false;
   }
 
   /**

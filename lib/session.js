@@ -333,6 +333,9 @@ export class Session {
     }
     this.update();
     this.child._spawnFailed(errno);
+    // Destroyed there as child.stdin, unless the user replaced that: its
+    // pending write still gets its EPIPE.
+    if (this.streams[0] !== null && !this.streams[0].destroyed) this.streams[0].destroy();
     // Found out before any server saw it (lib/precheck.js): nothing to release.
     if (this.link === null) this.resource.emitDestroy();
   }

@@ -144,11 +144,9 @@ export function createSpawn(getPool) {
       fallback(pool, pool.refusal(), norm.file);
       return nodeSpawn(file, args, options);
     }
-    // The umask or the credentials changed since the servers started.
-    if (pool.inherited !== null && inheritedChanged(pool.inherited)) {
-      fallback(pool, 'credentials-changed', norm.file);
-      return nodeSpawn(file, args, options);
-    }
+    // The umask or the credentials changed since the servers started: new
+    // ones, started now, inherit them.
+    if (pool.inherited !== null && inheritedChanged(pool.inherited)) pool.renew();
     const request = toRequest(norm, plan, pool.window);
     // What Node's spawn() learns from its fork, found out here: the errors
     // it throws are thrown, those it emits are emitted on the next tick,

@@ -256,8 +256,13 @@ export class ChildWritable extends Writable {
     this._session.closePipe(0);
     const p = this._take();
     callback(err);
-    const errno = this._destroyErrno;
-    closeLater(this, err, p === null ? null : () => p.callback(errno === 0 ? undefined : errnoError(errno, 'write')));
+    if (p !== null && this._destroyErrno !== 0) {
+      // A failed spawn's: the write fails right after the child's 'error'.
+      process.nextTick(p.callback, errnoError(this._destroyErrno, 'write'));
+      closeLater(this, err, null);
+      return;
+    }
+    closeLater(this, err, p === null ? null : () => p.callback());
   }
 
   ref() {

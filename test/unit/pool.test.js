@@ -155,11 +155,12 @@ test('a server whose wait for a parked child timed out is not waited for again: 
     stopped = 0;
     const codes = await Promise.all(children.map((c) => new Promise((resolve) => c.on('close', resolve))));
     assert.deepEqual(codes, [3, 3, 3, 3, 3, 3]);
-    // Once it announces a parked child again, spawns take pids as before.
+    // Once it announces a parked child again, spawns take pids as before,
+    // a burst beyond its parked ones too (it waits for the next).
     await untilParked(serverPids(pool), 2 + 1);
-    const child = pool.spawn('true', [], { stdio: 'ignore' });
-    assert.equal(typeof child.pid, 'number', 'a parked pid at return');
-    await once(child, 'close');
+    const burst = Array.from({ length: 4 }, () => pool.spawn('true', [], { stdio: 'ignore' }));
+    assert.deepEqual(burst.map((c) => typeof c.pid), ['number', 'number', 'number', 'number'], 'a parked pid at return');
+    await Promise.all(burst.map((c) => once(c, 'close')));
   } finally {
     if (stopped !== 0) process.kill(stopped, 'SIGCONT');
     await endAll(pool, children);
