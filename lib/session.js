@@ -75,10 +75,32 @@ export class Session {
     this.cohort = null;          // joined when first handed to a server
     this.leftCohort = false;
     this.resource = new AsyncResource('SPAWNPOOL_CHILD', { requireManualDestroy: true });
+    this.unclosed = 0;           // stdio streams whose 'close' has not run yet
+    this.destroyDue = false;     // the resource's destroy waits for them
     for (let fd = 0; fd < 3; fd++) {
       if (request.stdio[fd] !== STDIO_PIPE) continue;
       this.wire[fd] = true;
       this.streams[fd] = fd === 0 ? new ChildWritable(this) : new ChildReadable(this, fd, request.window);
+      this.unclosed++;
+    }
+  }
+
+  /**
+   * The child's async resource is destroyed once nothing more runs in its
+   * scope: its stdio's 'close' events run there (lib/streams.js), and, as
+   * a pipe handle's destroy comes after its close callback under Node, the
+   * destroy waits for the last of them.
+   */
+  destroyResource() {
+    if (this.unclosed > 0) this.destroyDue = true;
+    else this.resource.emitDestroy();
+  }
+
+  /** A stdio stream's 'close' has run (lib/streams.js). */
+  streamClosed() {
+    if (--this.unclosed === 0 && this.destroyDue) {
+      this.destroyDue = false;
+      this.resource.emitDestroy();
     }
   }
 
@@ -337,7 +359,7 @@ export class Session {
     // pending write still gets its EPIPE.
     if (this.streams[0] !== null && !this.streams[0].destroyed) this.streams[0].destroy();
     // Found out before any server saw it (lib/precheck.js): nothing to release.
-    if (this.link === null) this.resource.emitDestroy();
+    if (this.link === null) this.destroyResource();
   }
 
   /**
@@ -399,7 +421,7 @@ export class Session {
     const link = this.link;
     this.link = null;
     link.release(this.id);
-    this.resource.emitDestroy();
+    this.destroyResource();
   }
 
   // The event loop is held, as Node's handles hold it: until the spawn's

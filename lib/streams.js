@@ -21,12 +21,16 @@ export const DROP_LINGER_MS = 5;
 // spawn() (its handle was made there), not in that of whatever queued the
 // close first: the close phase runs a batch of closes of many children.
 function closeLater(stream, err, before) {
-  const resource = stream._session?.resource;
+  const session = stream._session;
   const emit = () => {
-    if (before !== null) before();
-    stream.emit('close', err != null);
+    try {
+      if (before !== null) before();
+      stream.emit('close', err != null);
+    } finally {
+      session.streamClosed();
+    }
   };
-  const emitClose = resource === undefined ? emit : () => resource.runInAsyncScope(emit);
+  const emitClose = () => session.resource.runInAsyncScope(emit);
   if (!(stream._eofSeen && stream._session.holdClose(emitClose))) closePhase(emitClose);
 }
 

@@ -438,6 +438,34 @@ test("an unread stdout that reaches EOF emits 'end' at once, not at the exit: st
   assert.deepEqual(results.spawnpool, results.node);
 });
 
+test("a child's async resource is destroyed after the last callback in its scope, its stdio's 'close' included", async () => {
+  // The closes run in the child's scope; the destroy came at the id's
+  // release, before them: async_hooks saw 'before' after 'destroy'.
+  const { createHook } = await import('node:async_hooks');
+  const ids = new Set();
+  const destroyed = new Set();
+  const late = [];
+  const hook = createHook({
+    init(id, type) { if (type === 'SPAWNPOOL_CHILD') ids.add(id); },
+    before(id) { if (destroyed.has(id)) late.push(id); },
+    destroy(id) { if (ids.has(id)) destroyed.add(id); },
+  }).enable();
+  try {
+    await new Promise((resolve) => pool.spawn('echo', ['hi']).on('close', resolve));
+    await new Promise((resolve) => pool.spawn('spawnpool-no-such-program').on('error', () => {}).on('close', resolve));
+    await new Promise((resolve) => {
+      const child = pool.spawn('sh', ['-c', 'echo a; echo b >&2']);
+      child.stdout.resume();
+      child.on('close', resolve);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  } finally {
+    hook.disable();
+  }
+  assert.equal(ids.size, 3);
+  assert.deepEqual({ destroyed: destroyed.size, late }, { destroyed: 3, late: [] });
+});
+
 test('pool closes', async () => {
   await pool.close();
 });
