@@ -5,8 +5,8 @@
 // process.setuid() and its siblings (a server started as root drops its
 // privileges once it has bound its port): those are wrapped here, so that a
 // change after the pool started costs nothing per spawn until it happens,
-// and from then on a spawn whose process differs from the pool's start goes
-// to node:child_process, which forks the process as it is now.
+// and the first spawn after it finds out and renews the pool (Pool.renew):
+// new servers, started then, inherit the process as it is.
 import { readFileSync } from 'node:fs';
 
 const SETTERS = ['umask', 'setuid', 'setgid', 'seteuid', 'setegid', 'setgroups', 'initgroups'];
@@ -82,9 +82,8 @@ export function inheritedState() {
  */
 export function inheritedChanged(state) {
   if (state.changes === changes) return false;
-  const now = inheritedState();
   // An unreadable mask at the start: any mask set since counts as a change.
-  const same = now.credentials === state.credentials && (mask === null || mask === state.mask);
+  const same = credentials() === state.credentials && (mask === null || mask === state.mask);
   if (same) state.changes = changes;
   return !same;
 }

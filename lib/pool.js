@@ -65,6 +65,12 @@ export const GROW_AT = 4;
 // every request in flight (docs/benchmarks.md, "Fifteenth pass").
 export const PACK_MAX = 64;
 
+/** Stops a server's idle timer, if it runs: it is not retired for idleness. */
+function cancelIdle(server) {
+  if (server.idleTimer !== undefined) clearTimeout(server.idleTimer);
+  server.idleTimer = undefined;
+}
+
 function percentile(sorted, p) {
   if (sorted.length === 0) return null;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
@@ -318,10 +324,7 @@ export class Pool {
 
   /** Sends the session's SPAWN to `server`; false if the server turned out gone. */
   assign(server, session, pid = 0) {
-    if (server.idleTimer !== undefined) {
-      clearTimeout(server.idleTimer);
-      server.idleTimer = undefined;
-    }
+    cancelIdle(server);
     return server.submit(session, pid);
   }
 
@@ -388,8 +391,7 @@ export class Pool {
     this.inherited = inheritedState();
     debug('the umask or credentials changed: renewing %d servers', this.servers.length);
     for (const server of this.servers) {
-      if (server.idleTimer !== undefined) clearTimeout(server.idleTimer);
-      server.idleTimer = undefined;
+      cancelIdle(server);
       server.retired = true;
       if (server.inFlight === 0) this.closeServer(server);
       else this.draining.push(server);
@@ -403,7 +405,7 @@ export class Pool {
     if (i !== -1) this.servers.splice(i, 1);
     const j = this.draining.indexOf(server);
     if (j !== -1) this.draining.splice(j, 1);
-    if (server.idleTimer !== undefined) clearTimeout(server.idleTimer);
+    cancelIdle(server);
     const lost = sessions.filter((s) => !(s.alive && s.state === 'spawning')).length;
     let reason;
     if (!server.ready) {
@@ -587,10 +589,7 @@ export class Pool {
     this.closing = new Promise((resolve) => {
       this.onClosed = resolve;
     });
-    for (const s of this.servers) {
-      if (s.idleTimer !== undefined) clearTimeout(s.idleTimer);
-      s.idleTimer = undefined;
-    }
+    for (const s of this.servers) cancelIdle(s);
     if (timeout !== undefined) {
       setTimeout(() => {
         for (const s of [...this.servers, ...this.draining]) for (const session of s.sessions.values()) session.child.kill('SIGKILL');
@@ -607,7 +606,7 @@ export class Pool {
     this.servers = this.servers.filter((x) => !idle.includes(x));
     const drained = this.draining.filter((x) => force || x.inFlight === 0);
     this.draining = this.draining.filter((x) => !drained.includes(x));
-    this.exiting.push(...[...idle, ...drained].map((x) => x.close()));
+    for (const x of [...idle, ...drained]) this.closeServer(x);
     if (this.servers.length === 0 && this.draining.length === 0 && this.onClosed !== null) {
       const resolve = this.onClosed;
       this.onClosed = null;

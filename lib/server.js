@@ -722,6 +722,11 @@ export class Server {
     debug('server %s exited; its connection has not closed yet', this.knownPid);
     this.exitedEarly = true;
     this.gone = true;
+    this.stopParking();
+  }
+
+  /** No pid of this server is handed out any more: its feed is not read, those read are dropped. */
+  stopParking() {
     this.parks = false;
     this.pids = [];
     this.leaders = [];
@@ -738,9 +743,7 @@ export class Server {
     this.gone = true;
     this.exitWatch?.destroy();
     this.exitWatch = null;
-    this.parks = false;
-    this.pids = [];
-    this.leaders = [];
+    this.stopParking();
     live.delete(this);
     clearTimeout(this.handshakeTimer);
     clearTimeout(this.retryTimer);
@@ -774,10 +777,8 @@ export class Server {
     live.delete(this);
     // One whose process exited before its connection closed (processExited)
     // is waited for as a live one: its connection's close, and its exit.
-    if (this.gone && !(this.exitedEarly && !this.dead)) return this.exited;
-    this.parks = false;
-    this.pids = [];
-    this.leaders = [];
+    if (this.gone && (this.dead || !this.exitedEarly)) return this.exited;
+    this.stopParking();
     this.closeFeed();
     const closed = new Promise((resolve) => this.socket.once('close', resolve));
     this.socket.ref();

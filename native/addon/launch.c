@@ -1309,8 +1309,8 @@ static napi_value shutdown_fd(napi_env env, napi_callback_info info)
 #define SYS_pidfd_open 434
 #endif
 
-/* pidfd(pid): a pidfd of process `pid`, readable once it
- * has exited, or a negative errno (ENOSYS before Linux 5.3). A server's:
+/* pidfd(pid): a pidfd of process `pid`, readable once it has exited, or a
+ * negative errno (ENOSYS before Linux 5.3). A server's:
  * its socket closes only when its parked children, which share its fd
  * table, have exited too; the pidfd tells its own exit at once. */
 static napi_value pidfd(napi_env env, napi_callback_info info)
