@@ -104,6 +104,10 @@ export class Session {
     }
   }
 
+  get running() {
+    return this.state === RUNNING;
+  }
+
   get alive() {
     return this.state === SPAWNING || this.state === RUNNING;
   }

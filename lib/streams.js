@@ -1,7 +1,8 @@
 // The child's stdio as seen from Node: streams backed by a session's frames
 // instead of pipe handles. Flow control follows docs/protocol.md: readables
 // return credit only as their consumer takes data; stdin keeps at most
-// STDIN_WINDOW bytes unacknowledged.
+// STDIN_WINDOW bytes unacknowledged, and a write that fits in it completes
+// at once, as one the kernel's pipe buffer takes.
 //
 // Like net.Socket over a pipe handle, 'close' is not emitted by the stream
 // machinery (emitClose: false) but when the "handle" closes: in the close
@@ -160,19 +161,46 @@ export class ChildReadable extends Readable {
   }
 }
 
+// Ticks counted while spawns happen: a stdin made in this tick is fresh.
+let tick = 0;
+let counting = false;
+const countTick = () => {
+  tick++;
+  counting = false;
+};
+function currentTick() {
+  if (!counting) {
+    counting = true;
+    process.nextTick(countTick);
+  }
+  return tick;
+}
+
 /**
  * stdin of a served child. As with Node's pipe, a write's callback reports
  * the outcome of writing into the child's pipe: it runs when the server
- * acknowledges the bytes (WROTE), with EPIPE when they can never reach the
- * child, or (destroyed meanwhile) without an error, as Node's cancelled
+ * acknowledges the last bytes (WROTE), with EPIPE when they can never reach
+ * the child, or (destroyed meanwhile) without an error, as Node's cancelled
  * write request does. Every callback runs exactly once.
+ *
+ * Except in the tick of spawn() itself, with the child running (a parked
+ * one): there, a write that fits in the window completes at once, as it
+ * does under Node, whose kernel buffer takes it before the child can have
+ * read or closed anything (its callback on the next tick, the stream's
+ * length back to 0, so that `write(); end()` ends at once). The server
+ * holds those bytes for the child; until it acknowledges them the loop
+ * stays alive and end() does not finish. Should they not reach the child,
+ * they are lost without an error, as those in a dead child's pipe.
  */
 export class ChildWritable extends Writable {
   constructor(session) {
     super({ emitClose: false });
     this._session = session;
-    this._inflight = 0;
-    this._pending = null;
+    this._tick = currentTick();
+    this._inflight = 0;      // bytes sent, not acknowledged
+    this._earlyBytes = 0;    // of those, bytes of writes that completed at once
+    this._pending = null;    // the write that completes at its acknowledgement
+    this._finalCallback = null;
     this._destroyErrno = 0;
   }
 
@@ -193,6 +221,14 @@ export class ChildWritable extends Writable {
       callback(errnoError(EPIPE, 'write'));
       return;
     }
+    if (this._tick === tick && this._session.running && this._inflight + data.length <= STDIN_WINDOW) {
+      this._session.stdin(data);
+      this._inflight += data.length;
+      if (this._earlyBytes === 0) this._session.holdWrite(true);
+      this._earlyBytes += data.length;
+      callback();
+      return;
+    }
     this._pending = { data, offset: 0, unacked: data.length, callback };
     this._session.holdWrite(true);
     this._pump();
@@ -208,7 +244,11 @@ export class ChildWritable extends Writable {
     }
   }
 
-  /** The server died before answering the SPAWN: send the write again. */
+  /**
+   * The server died before answering the SPAWN: send the write again.
+   * (Writes complete at once only once the child runs, after the last
+   * attach: those never need sending again.)
+   */
   _replay() {
     const p = this._pending;
     p.offset = p.data.length - p.unacked;
@@ -220,13 +260,18 @@ export class ChildWritable extends Writable {
   _take() {
     const p = this._pending;
     this._pending = null;
-    if (p !== null) this._session.holdWrite(false);
+    if (p !== null && this._earlyBytes === 0) this._session.holdWrite(false);
     return p;
   }
 
-  /** WROTE: bytes reached the child's pipe. */
+  /** WROTE: bytes reached the child's pipe (those of early writes first). */
   _acked(bytes) {
     this._inflight -= bytes;
+    if (this._earlyBytes > 0) {
+      const early = Math.min(bytes, this._earlyBytes);
+      bytes -= early;
+      if ((this._earlyBytes -= early) === 0) this._earlyDone();
+    }
     const p = this._pending;
     if (p === null) return;
     p.unacked -= bytes;
@@ -234,9 +279,24 @@ export class ChildWritable extends Writable {
     else this._pump();
   }
 
-  /** The bytes in flight will never be written (END fd 0, or the child is gone). */
+  /** No bytes of early writes are unacknowledged any more. */
+  _earlyDone() {
+    this._earlyBytes = 0;
+    if (this._pending === null) this._session.holdWrite(false);
+    const final = this._finalCallback;
+    this._finalCallback = null;
+    if (final !== null) final();
+  }
+
+  /**
+   * The bytes in flight will never be written (END fd 0, or the child is
+   * gone): a pending write fails with `errno`; those of early writes are
+   * lost as those in a dead child's pipe are.
+   */
   _failed(errno) {
+    this._inflight = 0;
     const p = this._take();
+    if (this._earlyBytes > 0) this._earlyDone();
     if (p !== null) p.callback(errnoError(errno, 'write'));
   }
 
@@ -253,12 +313,18 @@ export class ChildWritable extends Writable {
 
   _final(callback) {
     this._session.stdinEnd();
-    callback();
+    if (this._earlyBytes === 0) callback();
+    else this._finalCallback = callback;
   }
 
   _destroy(err, callback) {
     this._session.closePipe(0);
+    // Early writes are done, as Node's that the kernel took; 'finish'
+    // never comes.
+    this._earlyBytes = 0;
+    this._finalCallback = null;
     const p = this._take();
+    if (p === null) this._session.holdWrite(false);
     callback(err);
     if (p !== null && this._destroyErrno !== 0) {
       // A failed spawn's: the write fails right after the child's 'error'.

@@ -449,6 +449,48 @@ differential('stdin end() with a callback and write callbacks', (spawn, x) => {
   c.stdin.write('a', (err) => x.cbs.push(['write', err?.code ?? null]));
   c.stdin.end('b', () => x.cbs.push(['end']));
 });
+differential("stdin writes the pipe buffer takes complete at once: write() returns true, callbacks on the next tick, before setImmediate", (spawn, x) => {
+  const c = spawn('cat');
+  x.log = [];
+  for (let i = 0; i < 8; i++) {
+    x.log.push(`write ${i} ${c.stdin.write(Buffer.alloc(4096, 97 + i), () => x.log.push(`callback ${i}`))} ${c.stdin.writableLength}`);
+  }
+  process.nextTick(() => x.log.push('tick'));
+  setImmediate(() => x.log.push('immediate'));
+  c.stdin.end();
+});
+differential("stdin: 320 KB in 8 KB writes to a child that reads late: write() turns false and stays so, one 'drain', every callback ok, every byte in order", (spawn, x) => {
+  // How many writes complete at once differs (docs/behaviour-differences.md:
+  // Node's socket buffer against the server's window); what follows must not.
+  const c = spawn('sh', ['-c', 'sleep 0.3; exec cat']);
+  const callbacks = [];
+  const returned = [];
+  let drains = 0;
+  for (let i = 0; i < 40; i++) returned.push(c.stdin.write(Buffer.alloc(8192, 65 + (i % 26)), (err) => callbacks.push(err?.code ?? 'ok')));
+  x.turnedFalse = returned.includes(false) && returned.indexOf(false) < 39;
+  x.staysFalse = returned.slice(returned.indexOf(false)).every((r) => r === false);
+  c.stdin.on('drain', () => {
+    drains++;
+    c.stdin.end(() => { x.drains = drains; x.callbacks = [...new Set(callbacks)]; });
+  });
+});
+test("a stdin write callback that throws: an uncaught exception, and the stream still ends (cat gets its EOF)", async () => {
+  const body = `
+    const say = (v) => console.error('RESULT ' + JSON.stringify(v));
+    process.on('uncaughtException', (e) => say('uncaught ' + e.message));
+    const c = spawn('cat');
+    let out = '';
+    c.stdout.on('data', (d) => { out += d; });
+    c.stdin.write('abc', () => { throw new Error('from the callback'); });
+    c.stdin.end();
+    c.on('close', (code) => say({ code, out, finished: c.stdin.writableFinished }));
+    setTimeout(() => { say('cat never ended'); process.exit(0); }, 3000).unref();
+  `;
+  const node = await runNode('node', body);
+  const pool = await runNode('spawnpool', body);
+  assert.deepEqual(node.results, ['uncaught from the callback', { code: 0, out: 'abc', finished: true }], node.stderr);
+  sameAsNode(pool.results, node.results);
+});
 differential('stdin write with an encoding, and setDefaultEncoding', (spawn) => {
   const c = spawn('od', ['-An', '-tx1']);
   c.stdin.write('\u00e9', 'latin1');

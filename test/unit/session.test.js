@@ -99,24 +99,77 @@ test('a user who replaces child.stdout does not change where output goes', async
   assert.equal(out, 'kept');
 });
 
-test('the exit fails a stdin write still in flight with EPIPE, once', async () => {
+test('the exit fails a stdin write still in flight with EPIPE, once; one that completed at once stays done', async () => {
   const { session, results, write } = writer();
   write('abc');
+  write(Buffer.alloc(70_000));
+  await settle();
   session.onMessage({ type: T.EXIT, code: 0, signal: 0 });
   session.onMessage({ type: T.END, fd: 0, errno: EPIPE }); // the server's late answer: ignored
   await settle();
-  assert.deepEqual(results, ['EPIPE']);
+  assert.deepEqual(results, ['ok', 'EPIPE']);
 });
 
-test('WROTE completes a write; END fd 0 fails the next one', async () => {
+test("in spawn()'s tick a write within the window completes at once; later ones at the WROTE of their last byte; END fd 0 fails the next one", async () => {
   const { session, results, write } = writer();
   write('abc');
-  session.onMessage({ type: T.WROTE, bytes: 3 });
+  await settle();
+  assert.deepEqual(results, ['ok']);
   write('def');
+  await settle();
+  assert.deepEqual(results, ['ok'], 'a later tick: not before the WROTE');
+  session.onMessage({ type: T.WROTE, bytes: 3 + 3 });
+  await settle();
+  assert.deepEqual(results, ['ok', 'ok']);
+  write(Buffer.alloc(70_000));
+  await settle();
+  session.onMessage({ type: T.WROTE, bytes: 65_536 });
+  await settle();
+  assert.deepEqual(results, ['ok', 'ok'], 'not before its last byte');
+  session.onMessage({ type: T.WROTE, bytes: 70_000 - 65_536 });
+  await settle();
+  assert.deepEqual(results, ['ok', 'ok', 'ok']);
+  write('ghi');
   await settle();
   session.onMessage({ type: T.END, fd: 0, errno: EPIPE });
   await settle();
-  assert.deepEqual(results, ['ok', 'EPIPE']);
+  assert.deepEqual(results, ['ok', 'ok', 'ok', 'EPIPE']);
+});
+
+test("bytes of a write that completed at once and never reached the child (END fd 0) are lost without an error, as in a dead child's pipe; the next write fails", async () => {
+  const { child, session } = make();
+  attachPidless(session, fakeLink(), 1);
+  session.onMessage({ type: T.SPAWNED, pid: 1 });
+  const seen = [];
+  child.stdin.on('error', (e) => seen.push(`error ${e.code} ${e.syscall}`));
+  child.stdin.write('abc', (e) => seen.push(`callback ${e?.code ?? 'ok'}`));
+  await settle();
+  session.onMessage({ type: T.END, fd: 0, errno: EPIPE });
+  await settle();
+  assert.deepEqual(seen, ['callback ok']);
+  child.stdin.write('def', (e) => seen.push(`callback ${e?.code ?? 'ok'}`));
+  await settle();
+  assert.deepEqual(seen, ['callback ok', 'callback EPIPE', 'error EPIPE write']);
+});
+
+test('a write that completed at once holds the loop, and end() does not finish, until the server acknowledges its bytes', async () => {
+  const { child, session } = make([STDIO_PIPE, STDIO_IGNORE, STDIO_IGNORE]);
+  const link = fakeLink();
+  attachPidless(session, link, 1);
+  session.onMessage({ type: T.SPAWNED, pid: 1 });
+  child.unref();
+  assert.equal(link.refs, 0);
+  let finished = false;
+  child.stdin.on('finish', () => { finished = true; });
+  child.stdin.end('abc');
+  assert.equal(link.refs, 1);
+  await settle();
+  assert.deepEqual(link.types().slice(-2), ['STDIN', 'STDIN_END'], 'STDIN_END follows at once');
+  assert.equal(finished, false);
+  session.onMessage({ type: T.WROTE, bytes: 3 });
+  await settle();
+  assert.equal(finished, true);
+  assert.equal(link.refs, 0);
 });
 
 test('spawn error: Node shape, no release before the outcome, streams end, close follows', async () => {
