@@ -1,13 +1,18 @@
 // What a child inherits from its parent that a spawn server took once, at
-// its own start: the file mode creation mask and the credentials. Node's
-// child gets them as they are at spawn(); a server's children get the
-// server's. Node programs change them through process.umask(mask),
-// process.setuid() and its siblings (a server started as root drops its
-// privileges once it has bound its port): those are wrapped here, so that a
-// change after the pool started costs nothing per spawn until it happens,
-// and the first spawn after it finds out and renews the pool (Pool.renew):
-// new servers, started then, inherit the process as it is.
+// its own start: the file mode creation mask, the credentials and the
+// nice value. Node's child gets them as they are at spawn(); a server's
+// children get the server's. Node programs change them through
+// process.umask(mask), process.setuid() and its siblings (a server started
+// as root drops its privileges once it has bound its port) and
+// os.setPriority(): those are wrapped here, so that a change after the pool
+// started costs nothing per spawn until it happens, and the first spawn
+// after it finds out and renews the pool (Pool.renew): new servers,
+// started then, inherit the process as it is.
 import { readFileSync } from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
+
+// node:os itself, whose functions can be replaced (an import's cannot).
+const os = createRequire('/')('node:os');
 
 const SETTERS = ['umask', 'setuid', 'setgid', 'seteuid', 'setegid', 'setgroups', 'initgroups'];
 
@@ -38,6 +43,37 @@ function install() {
     }[name];
     Object.defineProperty(wrapped, 'length', { value: original.length });
     process[name] = wrapped;
+  }
+  wrapSetPriority();
+}
+
+// os.setPriority(prio) and os.setPriority(pid, prio) for this process set
+// the calling thread's nice value (setpriority(2) on Linux), which a child
+// spawned from it inherits. The wrapper counts every call: which pid a
+// call named is not worth a check, the comparison below is cheap.
+function wrapSetPriority() {
+  const original = os.setPriority;
+  if (typeof original !== 'function') return;
+  const wrapped = {
+    setPriority(...args) {
+      const result = Reflect.apply(original, os, args);
+      changes++;
+      return result;
+    },
+  }.setPriority;
+  Object.defineProperty(wrapped, 'length', { value: original.length });
+  os.setPriority = wrapped;
+  // `import { setPriority } from 'node:os'` sees the wrapper too.
+  try {
+    syncBuiltinESMExports();
+  } catch { /* not in every runtime */ }
+}
+
+function priority() {
+  try {
+    return os.getPriority();
+  } catch {
+    return undefined;
   }
 }
 
@@ -72,18 +108,18 @@ function credentials() {
  */
 export function inheritedState() {
   if (!installed) install();
-  return { changes, mask: mask ?? readMask(), credentials: credentials() };
+  return { changes, mask: mask ?? readMask(), credentials: credentials(), priority: priority() };
 }
 
 /**
- * Whether the process's umask or credentials differ from `state`'s (taken
+ * Whether the process's umask, credentials or nice value differ from `state`'s (taken
  * by inheritedState() when the pool started). Free while none of the
  * setters was called; a change that was undone counts as none.
  */
 export function inheritedChanged(state) {
   if (state.changes === changes) return false;
   // An unreadable mask at the start: any mask set since counts as a change.
-  const same = credentials() === state.credentials && (mask === null || mask === state.mask);
+  const same = credentials() === state.credentials && (mask === null || mask === state.mask) && priority() === state.priority;
   if (same) state.changes = changes;
   return !same;
 }

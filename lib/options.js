@@ -92,7 +92,7 @@ export function normalizeSpawnArguments(file, args, options) {
   for (let i = 0; i < args.length; i++) validateNoNul(args[i], `args[${i}]`);
 
   if (options === undefined) options = {};
-  else if (options === null || typeof options !== 'object') throw invalidArgType('options', 'object', options);
+  else if (options === null || typeof options !== 'object' || Array.isArray(options)) throw invalidArgType('options', 'object', options);
   options = { __proto__: null, ...options };
 
   let cwd = options.cwd;
@@ -235,6 +235,13 @@ export function validateTimeout(timeout) {
 }
 
 /** Node's validateAbortSignal. */
+/** Node's check in ChildProcess#spawn, after the stdio's. */
+export function validateSerialization(serialization) {
+  if (serialization !== undefined && serialization !== 'json' && serialization !== 'advanced') {
+    throw invalidArgValue('options.serialization', serialization, "must be one of: undefined, 'json', 'advanced'");
+  }
+}
+
 export function validateAbortSignal(signal, name) {
   if (signal !== undefined && (signal === null || typeof signal !== 'object' || !('aborted' in signal))) {
     throw invalidArgType(name, 'AbortSignal', signal);

@@ -7,6 +7,7 @@ import { ChildProcess } from './child-process.js';
 import { Session } from './session.js';
 import {
   normalizeSpawnArguments, validateTimeout, validateAbortSignal, sanitizeKillSignal, planStdio, resolveCwd, cString,
+  validateSerialization,
 } from './options.js';
 import { FLAG_DETACHED, FLAG_SET_UID, FLAG_SET_GID } from './protocol.js';
 import { AbortError } from './errors.js';
@@ -31,7 +32,7 @@ function toRequest(norm, plan, window) {
     stdio: plan.modes,
     file: cString(norm.file),
     cwd: resolveCwd(norm.cwd),
-    argv: norm.args.map(cString),
+    argv: Array.from(norm.args, cString), // a hole is 'undefined', as Node's
     env: norm.envPairs,       // C strings already (options.js)
   };
 }
@@ -75,8 +76,9 @@ function superviseChild(child, options, killSignal) {
         timer = null;
       }
     };
+    // As Node's: a spawn that failed emits no 'exit', and its timer runs
+    // out, its kill() finding no process.
     child.once('exit', clear);
-    child.once('close', clear); // no 'exit' when the server died first
 
   }
   const signal = options.signal;
@@ -128,6 +130,7 @@ export function createSpawn(getPool) {
     validateAbortSignal(opts.signal, 'options.signal');
     const killSignal = sanitizeKillSignal(opts.killSignal);
     const plan = planStdio(opts.stdio);
+    validateSerialization(opts.serialization);
     // Node's own spawn throws its ERR_ACCESS_DENIED; no pool is started.
     if (childProcessDenied()) return nodeSpawn(file, args, options);
     const pool = getPool();
@@ -144,7 +147,7 @@ export function createSpawn(getPool) {
       fallback(pool, pool.refusal(), norm.file);
       return nodeSpawn(file, args, options);
     }
-    // The umask or the credentials changed since the servers started: new
+    // The umask, the credentials or the nice value changed since the servers started: new
     // ones, started now, inherit them.
     if (pool.inherited !== null && inheritedChanged(pool.inherited)) pool.renew();
     const request = toRequest(norm, plan, pool.window);
@@ -161,6 +164,8 @@ export function createSpawn(getPool) {
       pool.recordSpawn(ms);
       if (ms !== undefined) spawnOutcome(child);
     });
+    // The caller's values, holes and non-strings as they are (Node's).
+    child.spawnargs = norm.args;
     const pid = errno === 0 ? pool.submit(session) : 0;
     if (pid === -1) {
       fallback(pool, pool.refusal(), norm.file);

@@ -1,5 +1,5 @@
 // What a child inherits that the spawn servers took at their start: the
-// umask and the credentials. Node's child gets them as they are at spawn();
+// umask, the nice value and the credentials. Node's child gets them as they are at spawn();
 // after a change, spawnpool starts new servers (one started as root went on
 // spawning root children after the program dropped its privileges). In
 // fresh processes: the script changes its own.
@@ -15,10 +15,12 @@ const run = (impl) => {
   return JSON.parse(r.stdout);
 };
 
-test('a umask (and, as root, uid, gid and groups) changed after the pool started reaches the children, as under Node', () => {
+test('a umask, a nice value (and, as root, uid, gid and groups) changed after the pool started reach the children, as under Node', () => {
   const node = run('node');
   const { pool, ...pooled } = run('spawnpool');
   assert.deepEqual(node.changed, '0077');
+  const [before, after] = node.nice.split(' ').map(Number);
+  assert.equal(after, Math.min(before + 3, 19), node.nice);
   if (process.getuid() === 0) assert.equal(node.ids, '65534 65534 65534');
   assert.deepEqual(pooled, node);
   // Served by new servers, started with the process as it is: none by

@@ -246,6 +246,26 @@ differential('kill(0) probes: true, sets killed, child keeps running', (spawn, x
 });
 
 // ---------------------------------------------------------------- spawn errors
+differential("args with holes run as 'undefined' (it threw a TypeError); spawnargs keeps the caller's values", (spawn, x) => {
+  const args = ['a', , 3, null, true]; // eslint-disable-line no-sparse-arrays
+  const c = spawn('echo', args);
+  x.spawnargs = Array.from(c.spawnargs.keys(), (i) => (i in c.spawnargs ? `${typeof c.spawnargs[i]} ${c.spawnargs[i]}` : 'hole'));
+  x.sameArray = c.spawnargs === args;
+});
+differential('options.serialization is validated after stdio; options as an array is refused', (spawn, x) => {
+  x.results = [{ serialization: 'bogus' }, { serialization: null }, { serialization: 1, stdio: 'bogus' }, [], { serialization: 'json', stdio: 'ignore' }].map((options) => {
+    try {
+      spawn('true', [], options);
+      return 'spawned';
+    } catch (err) {
+      return errShape(err);
+    }
+  });
+});
+differential("timeout: the child gets Node's one 'exit' listener, and no other", (spawn, x) => {
+  const c = spawn('true', [], { timeout: 5000 });
+  x.listeners = c.eventNames().map((name) => `${String(name)} ${c.listenerCount(name)}`);
+});
 differential('ENOENT program: error shape, no spawn, close -2', (spawn) => {
   spawn('spawnpool-no-such-program', ['a', 'b']);
 });
