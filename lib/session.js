@@ -326,7 +326,7 @@ export class Session {
     // The server closed stdin at reap: bytes still in flight never arrive.
     if (this.wire[0]) {
       this.wire[0] = false;
-      this.streams[0]._failed(EPIPE);
+      this.streams[0]._failed(EPIPE, true);
     }
     this.update();
     // The held closes were queued by libuv before the exit's stdin close.
@@ -375,7 +375,7 @@ export class Session {
     for (let fd = 0; fd < 3; fd++) {
       if (!this.wire[fd]) continue;
       this.wire[fd] = false;
-      if (fd === 0) this.streams[0]._failed(EPIPE);
+      if (fd === 0) this.streams[0]._failed(EPIPE, true);
       else this.streams[fd]._eof(0);
     }
     this.update();

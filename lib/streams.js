@@ -184,13 +184,13 @@ function currentTick() {
  * write request does. Every callback runs exactly once.
  *
  * Except in the tick of spawn() itself, with the child running (a parked
- * one): there, a write that fits in the window completes at once, as it
- * does under Node, whose kernel buffer takes it before the child can have
- * read or closed anything (its callback on the next tick, the stream's
- * length back to 0, so that `write(); end()` ends at once). The server
- * holds those bytes for the child; until it acknowledges them the loop
- * stays alive and end() does not finish. Should they not reach the child,
- * they are lost without an error, as those in a dead child's pipe.
+ * one): there, a write that fits in the window completes at once, as one
+ * the kernel's buffer takes does under Node (its callback on the next
+ * tick, the stream's length back to 0, so that `write(); end()` calls
+ * _final at once). The server holds those bytes for the child; until it
+ * acknowledges them the loop stays alive and end() does not finish.
+ * Should they meet a stdin the child closed already (a fast child: Node's
+ * write fails then too), the stream fails with the error (_failed).
  */
 export class ChildWritable extends Writable {
   constructor(session) {
@@ -279,25 +279,40 @@ export class ChildWritable extends Writable {
     else this._pump();
   }
 
-  /** No bytes of early writes are unacknowledged any more. */
-  _earlyDone() {
+  /**
+   * No bytes of early writes are unacknowledged any more: end() may
+   * finish (with `err`). Whether it was waiting.
+   */
+  _earlyDone(err = null) {
     this._earlyBytes = 0;
     if (this._pending === null) this._session.holdWrite(false);
     const final = this._finalCallback;
     this._finalCallback = null;
-    if (final !== null) final();
+    if (final !== null) final(err);
+    return final !== null;
   }
 
   /**
-   * The bytes in flight will never be written (END fd 0, or the child is
-   * gone): a pending write fails with `errno`; those of early writes are
-   * lost as those in a dead child's pipe are.
+   * The bytes in flight will never be written: END fd 0, or the child is
+   * gone (`childGone`: exit, lost with its server, exec failure). A pending
+   * write fails with `errno`. Early bytes the server could not write to a
+   * live child met a stdin it had closed, or a child exited but not yet
+   * reaped: under Node that write failed too, so the stream fails with
+   * the error ('error', and end()'s callback if it waits). With the child
+   * gone they are lost without an error, as those in a dead child's pipe.
    */
-  _failed(errno) {
+  _failed(errno, childGone = false) {
     this._inflight = 0;
     const p = this._take();
-    if (this._earlyBytes > 0) this._earlyDone();
-    if (p !== null) p.callback(errnoError(errno, 'write'));
+    if (p !== null) {
+      if (this._earlyBytes > 0) this._earlyDone();
+      p.callback(errnoError(errno, 'write'));
+      return;
+    }
+    if (this._earlyBytes === 0) return;
+    const err = childGone ? null : errnoError(errno, 'write');
+    const ended = this._earlyDone(err);
+    if (err !== null && !ended && !this.destroyed) this.destroy(err);
   }
 
   /**

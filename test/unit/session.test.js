@@ -136,20 +136,25 @@ test("in spawn()'s tick a write within the window completes at once; later ones 
   assert.deepEqual(results, ['ok', 'ok', 'ok', 'EPIPE']);
 });
 
-test("bytes of a write that completed at once and never reached the child (END fd 0) are lost without an error, as in a dead child's pipe; the next write fails", async () => {
-  const { child, session } = make();
-  attachPidless(session, fakeLink(), 1);
-  session.onMessage({ type: T.SPAWNED, pid: 1 });
-  const seen = [];
-  child.stdin.on('error', (e) => seen.push(`error ${e.code} ${e.syscall}`));
-  child.stdin.write('abc', (e) => seen.push(`callback ${e?.code ?? 'ok'}`));
-  await settle();
-  session.onMessage({ type: T.END, fd: 0, errno: EPIPE });
-  await settle();
-  assert.deepEqual(seen, ['callback ok']);
-  child.stdin.write('def', (e) => seen.push(`callback ${e?.code ?? 'ok'}`));
-  await settle();
-  assert.deepEqual(seen, ['callback ok', 'callback EPIPE', 'error EPIPE write']);
+test("bytes of a write that completed at once, refused by a live child's stdin (END fd 0): the stream fails with the errno, as Node's write would have; at the exit they are lost without an error", async () => {
+  const run = async (ending, answer) => {
+    const { child, session } = make();
+    attachPidless(session, fakeLink(), 1);
+    session.onMessage({ type: T.SPAWNED, pid: 1 });
+    const seen = [];
+    child.stdin.on('error', (e) => seen.push(`error ${e.code} ${e.syscall}`));
+    child.stdin.on('finish', () => seen.push('finish'));
+    child.stdin.write('abc', (e) => seen.push(`callback ${e?.code ?? 'ok'}`));
+    if (ending) child.stdin.end((e) => seen.push(`end ${e?.code ?? 'ok'}`));
+    await settle();
+    session.onMessage(answer);
+    await settle();
+    return seen;
+  };
+  const refused = { type: T.END, fd: 0, errno: EPIPE };
+  assert.deepEqual(await run(false, refused), ['callback ok', 'error EPIPE write']);
+  assert.deepEqual(await run(true, refused), ['callback ok', 'end EPIPE', 'error EPIPE write']);
+  assert.deepEqual(await run(false, { type: T.EXIT, code: 0, signal: 0 }), ['callback ok']);
 });
 
 test('a write that completed at once holds the loop, and end() does not finish, until the server acknowledges its bytes', async () => {
