@@ -17,6 +17,7 @@ import {
 import { checkRuntime, childProcessDenied, delegates } from './runtime.js';
 import { checkSpawn, throwsSynchronously, spawnError } from './precheck.js';
 import { inheritedChanged } from './inherited.js';
+import { ChildReadable, ChildWritable } from './streams.js';
 
 function toRequest(norm, plan, window) {
   const { options } = norm;
@@ -120,8 +121,56 @@ function failSpawn(session, errno) {
   session.resource.runInAsyncScope(session.spawnFailed, session, errno);
 }
 
+const STREAM_FIELDS = ['stdin', 'stdout', 'stderr'];
+
+/**
+ * Another served child's stdout or stderr given as the stdin of this spawn,
+ * or its stdin as this spawn's stdout or stderr (`stdio: [cat.stdout,
+ * 'pipe', 'pipe']`, as Node's own pipe-dataflow test does). Node hands the
+ * new child that socket's fd. A served child's pipes are the server's, with
+ * no fd here: the new child gets a pipe of its own, joined to that stream
+ * in this process (fed from the readable; written into the writable
+ * without ending it, as the parent still holds that stdin open under
+ * Node). Returns the options to spawn with and the joins, or null.
+ */
+function childStreamsIn(args, options) {
+  if (args != null && typeof args === 'object' && !Array.isArray(args)) options = args;
+  const stdio = options?.stdio;
+  if (!Array.isArray(stdio)) return null;
+  let joins = null;
+  const replaced = stdio.map((entry, fd) => {
+    const feeds = fd === 0 && entry instanceof ChildReadable;
+    const takes = (fd === 1 || fd === 2) && entry instanceof ChildWritable;
+    if (!(feeds || takes) || entry.destroyed) return entry;
+    (joins ??= []).push([fd, entry]);
+    return 'pipe';
+  });
+  return joins === null ? null : { options: { ...options, stdio: replaced }, joins };
+}
+
+function joinStreams(child, joins) {
+  for (const [fd, stream] of joins) {
+    const own = child.stdio[fd];
+    if (fd === 0) stream.pipe(own);
+    else own.pipe(stream, { end: false });
+    child.stdio[fd] = null;
+    child[STREAM_FIELDS[fd]] = null;
+  }
+}
+
 /** Builds spawn() over a pool (`getPool()` is called at the first spawn). */
 export function createSpawn(getPool) {
+  const spawnOne = createSpawnOne(getPool);
+  return function spawn(file, args, options) {
+    const linked = childStreamsIn(args, options);
+    if (linked === null) return spawnOne(file, args, options);
+    const child = Array.isArray(args) || args == null ? spawnOne(file, args, linked.options) : spawnOne(file, linked.options);
+    joinStreams(child, linked.joins);
+    return child;
+  };
+}
+
+function createSpawnOne(getPool) {
   return function spawn(file, args, options) {
     checkRuntime();
     const norm = normalizeSpawnArguments(file, args, options);

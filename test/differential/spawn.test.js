@@ -549,6 +549,39 @@ differential('1 MB written to a child that exits without reading', (spawn) => {
   project: (r) => r.children.map((c) => ({ child: c.events.child, exitCode: c.exitCode })),
 });
 
+test("a served child's stdout as another spawn's stdin, and its stdin as another's stdout (Node's pipe-dataflow): the same bytes flow, the fields are null as Node's", async () => {
+  const results = {};
+  for (const [name, spawn] of Object.entries(IMPLS)) {
+    const seq = spawn('seq', ['1', '20000']);
+    const grep = spawn('grep', ['7'], { stdio: [seq.stdout, 'pipe', 'pipe'] });
+    const wc = spawn('wc', ['-l'], { stdio: [grep.stdout, 'pipe', 'pipe'] });
+    const sink = spawn('cat');
+    const echo = spawn('echo', ['into cat'], { stdio: ['ignore', sink.stdin, 'pipe'] });
+    const r = { nulls: [grep.stdin, grep.stdio[0], wc.stdin, echo.stdout, echo.stdio[1]].map((x) => x === null), exits: {} };
+    for (const [n, c] of Object.entries({ seq, grep, wc, sink, echo })) c.on('exit', (code) => { r.exits[n] = code; });
+    r.wc = '';
+    wc.stdout.on('data', (d) => { r.wc += d; });
+    r.sink = '';
+    sink.stdout.on('data', (d) => { r.sink += d; });
+    // Under Node the parent holds the sink's stdin open: echo's exit is no EOF.
+    echo.on('exit', () => setTimeout(() => sink.stdin.end(), 50));
+    await Promise.all([once(sink, 'close'), once(wc, 'close')]);
+    await sleep(50);
+    results[name] = r;
+    // Node leaves the given sockets open, unread (and seq, grep unclosed).
+    seq.stdout.destroy();
+    grep.stdout.destroy();
+  }
+  sameAsNode(results.spawnpool, results.node);
+  assert.equal(results.node.wc, '6878\n');
+  assert.equal(results.node.sink, 'into cat\n');
+  // Documented: a child stream anywhere else is refused (Node passes the fd).
+  const sleeper = spawnpool.spawn('sleep', ['5']);
+  assert.throws(() => spawnpool.spawn('true', [], { stdio: ['pipe', sleeper.stdout, 'pipe'] }), { code: 'ERR_INVALID_ARG_VALUE' });
+  sleeper.kill();
+  await once(sleeper, 'close');
+});
+
 // ---------------------------------------------------------------- stdout
 differential('stdout paused 300 ms then resumed: nothing lost, child blocked meanwhile', (spawn, x) => {
   const c = spawn('seq', ['1', '300000']);
