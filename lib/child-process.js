@@ -55,7 +55,8 @@ export class ChildProcess extends EventEmitter {
     this.stdio = [];
     this[kSession] = null;
     this._onSpawned = null;
-    this._startedAt = 0;
+    this._startedAt = 0;   // spawn() called (now())
+    this._spawnedAt = 0;   // its 'spawn': the process existed by then
   }
 
   /**
@@ -86,7 +87,8 @@ export class ChildProcess extends EventEmitter {
 
   _spawned(pid) {
     this.pid = pid;
-    this._onSpawned(now() - this._startedAt);
+    this._spawnedAt = now();
+    this._onSpawned(this._spawnedAt - this._startedAt);
     this.emit('spawn');
   }
 

@@ -21,7 +21,7 @@
 // (ChildProcess) turns session callbacks into Node's events; the session
 // never emits anything itself.
 import { AsyncResource } from 'node:async_hooks';
-import { closeSync } from 'node:fs';
+import { closeSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import {
   T, STDIO_PIPE, encodeCredit, encodeReap, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
@@ -29,6 +29,7 @@ import {
 import { ChildReadable, ChildWritable, DROP_LINGER_MS } from './streams.js';
 import { signalName } from './options.js';
 import { asCallback, checkPhase, closePhase, joinCohort, leaveCohort } from './delivery.js';
+import { now } from './observe.js';
 
 const HOLD_CLOSE_MS = 5;
 
@@ -39,6 +40,32 @@ export const SPAWNING = 'spawning';
 export const RUNNING = 'running';
 export const EXITED = 'exited';
 export const FAILED = 'failed';
+
+
+/**
+ * Whether `pid` is still the process known by `spawnedAt` (now()'s clock).
+ * A lost server's children are killed by pid, and the pid of one that
+ * exited since (its zombie reaped by init) may be another process's by
+ * then: its start (/proc/PID/stat, in the kernel's 10 ms ticks since
+ * boot) must not be later than that, and a zombie needs no kill. With
+ * /proc unreadable it counts as ours, as it did before the check.
+ */
+export function stillOurs(pid, spawnedAt) {
+  let stat;
+  let uptime;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    uptime = readFileSync('/proc/uptime', 'latin1');
+  } catch (err) {
+    return err.code !== 'ENOENT';
+  }
+  // After the command's ')': field 3 (the state) on; the start is field 22.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  if (fields[0] === 'Z' || fields[0] === 'X') return false;
+  const startMs = Number(fields[19]) * 10;
+  const spawnedMs = Number.parseFloat(uptime) * 1000 - (now() - spawnedAt);
+  return !(startMs > spawnedMs + 20);
+}
 
 /** Hands `msg` to `session` in the child's own async context (ALS, hooks). */
 export function deliver(session, msg) {
@@ -405,7 +432,8 @@ export class Session {
       }
     }
     // An exit the server reported stands (its zombie is init's to reap now).
-    if (this.state === RUNNING && this.pid > 0 && this.exitStatus === null) {
+    if (this.state === RUNNING && this.pid > 0 && this.exitStatus === null &&
+        stillOurs(this.pid, this.child._spawnedAt || now())) {
       try { process.kill(this.pid, SIGKILL); } catch { /* gone already */ }
     }
     // Handed-over pipes too: a grandchild may hold one open for ever.

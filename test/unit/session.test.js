@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { constants } from 'node:os';
-import { Session } from '../../lib/session.js';
+import { Session, stillOurs } from '../../lib/session.js';
 import { ChildProcess } from '../../lib/child-process.js';
 import { T, STDIO_PIPE, STDIO_IGNORE, decodeFrame, encodeSpawn } from '../../lib/protocol.js';
 
@@ -319,4 +319,23 @@ test("a server's EXIT asks for the reap; 'exit' comes with REAPED (the pid named
     await settle();
     assert.deepEqual(events, [['spawn'], ['exit', 3, null], ['close', 3, null]], lose ? 'lost' : 'reaped');
   }
+});
+
+test("a lost server's child is killed by pid only while the pid is still its: not a process started after the spawn (a reused pid), not a zombie, not a gone one", async () => {
+  const { spawn } = await import('node:child_process');
+  const { once } = await import('node:events');
+  const { now } = await import('../../lib/observe.js');
+  // A live child of ours, and (sh's background job, never reaped by the
+  // sleep that sh became) a zombie.
+  const c = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const [line] = await once(c.stdout, 'data');
+  const zombie = Number(String(line).trim());
+  await new Promise((r) => setTimeout(r, 200));
+  const t = now();
+  assert.equal(stillOurs(c.pid, t), true);
+  assert.equal(stillOurs(c.pid, t - 5_000), false, 'started 5 s after the spawn it is asked about');
+  assert.equal(stillOurs(zombie, t), false, 'a zombie');
+  c.kill('SIGKILL');
+  await once(c, 'exit');
+  assert.equal(stillOurs(c.pid, t), false, 'gone');
 });
