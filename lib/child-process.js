@@ -153,13 +153,16 @@ export class ChildProcess extends EventEmitter {
 // `instanceof ChildProcess` from node:child_process holds, as libraries check it.
 Object.setPrototypeOf(ChildProcess.prototype, NodeChildProcess.prototype);
 
+/** Marks a stream given as another spawn's stdio: no flush takes its bytes (Node's kIsUsedAsStdio). */
+export const kUsedAsStdio = Symbol('spawnpool.usedAsStdio');
+
 // Node's flushStdio: the public stdio array, whatever the user put there.
 function flushStdio(child) {
   const stdio = child.stdio;
   if (stdio == null) return;
   for (let i = 0; i < stdio.length; i++) {
     const stream = stdio[i];
-    if (!stream || !stream.readable || typeof stream.resume !== 'function') continue;
+    if (!stream || !stream.readable || typeof stream.resume !== 'function' || stream[kUsedAsStdio]) continue;
     stream.resume();
   }
 }

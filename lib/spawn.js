@@ -3,7 +3,7 @@
 import { nodeSpawn } from './node-child-process.js';
 import * as events from 'node:events';
 import { errorMonitor } from 'node:events';
-import { ChildProcess } from './child-process.js';
+import { ChildProcess, kUsedAsStdio } from './child-process.js';
 import { Session } from './session.js';
 import {
   normalizeSpawnArguments, validateTimeout, validateAbortSignal, sanitizeKillSignal, planStdio, resolveCwd, cString,
@@ -124,18 +124,19 @@ function failSpawn(session, errno) {
 const STREAM_FIELDS = ['stdin', 'stdout', 'stderr'];
 
 /**
- * Another served child's stdout or stderr given as the stdin of this spawn,
- * or its stdin as this spawn's stdout or stderr (`stdio: [cat.stdout,
- * 'pipe', 'pipe']`, as Node's own pipe-dataflow test does). Node hands the
- * new child that socket's fd. A served child's pipes are the server's, with
- * no fd here: the new child gets a pipe of its own, joined to that stream
- * in this process (fed from the readable; written into the writable
- * without ending it, as the parent still holds that stdin open under
- * Node). Returns the options to spawn with and the joins, or null.
+ * Another served child's stdout given as the stdin of this spawn, or its
+ * stdin as this spawn's stdout or stderr (`stdio: [cat.stdout, 'pipe',
+ * 'pipe']`, as Node's own pipe-dataflow test does). Node hands the new
+ * child that socket's fd. A served child's pipes are the server's, with no
+ * fd here: the new child gets a pipe of its own, joined to that stream in
+ * this process from its 'spawn' on (feed, drain). Returns the options to
+ * spawn with and the joins, or null.
  */
 function childStreamsIn(args, options) {
   if (args != null && typeof args === 'object' && !Array.isArray(args)) options = args;
-  const stdio = options?.stdio;
+  // As Node's spread of the options: own enumerable properties only.
+  if (options == null || !Object.prototype.propertyIsEnumerable.call(options, 'stdio')) return null;
+  const stdio = options.stdio;
   if (!Array.isArray(stdio)) return null;
   let joins = null;
   const replaced = stdio.map((entry, fd) => {
@@ -150,12 +151,92 @@ function childStreamsIn(args, options) {
 
 function joinStreams(child, joins) {
   for (const [fd, stream] of joins) {
+    // Its child's exit must not drain it (flushStdio): it is this one's.
+    if (fd === 0) stream[kUsedAsStdio] = true;
     const own = child.stdio[fd];
-    if (fd === 0) stream.pipe(own);
-    else own.pipe(stream, { end: false });
+    // The user cannot reach it: its errors are the join's.
     child.stdio[fd] = null;
     child[STREAM_FIELDS[fd]] = null;
+    own.on('error', () => {});
+    // A spawn that fails takes nothing from the given stream, as Node's.
+    child.once('spawn', fd === 0 ? () => feed(stream, own) : () => drain(own, stream));
   }
+}
+
+/**
+ * The given stdout into the new child's stdin, ended at its end. Once the
+ * new child's stdin is gone (it exited), the stdout is left unread: under
+ * Node the parent holds that socket's reading end, and the writer blocks.
+ */
+function feed(from, to) {
+  const onData = (chunk) => { if (!to.write(chunk)) from.pause(); };
+  const onDrain = () => from.resume();
+  const stop = () => {
+    from.off('data', onData);
+    from.off('end', onEnd);
+    to.off('drain', onDrain);
+    to.off('close', onGone);
+  };
+  const onEnd = () => {
+    stop();
+    to.end();
+  };
+  const onGone = () => {
+    stop();
+    from.pause();
+  };
+  if (to.destroyed) return;
+  from.on('data', onData);
+  from.once('end', onEnd);
+  to.on('drain', onDrain);
+  to.once('close', onGone);
+  from.resume();
+}
+
+/**
+ * The new child's output into the given stdin, not ended (under Node the
+ * parent holds that stdin open, so the writer's exit is no EOF). Once that
+ * stdin fails or closes, the output pipe is closed too, and the writer
+ * gets SIGPIPE (or EPIPE) as under Node, writing into a closed socket. The
+ * failures of these writes are the join's, not the user's: Node's parent
+ * never wrote them.
+ */
+function drain(from, to) {
+  let writing = 0;
+  let ended = false;
+  const ignore = () => {};
+  const release = () => {
+    if (ended && writing === 0) to.off('error', ignore);
+  };
+  const written = () => {
+    writing--;
+    release();
+  };
+  const onData = (chunk) => {
+    writing++;
+    if (!to.write(chunk, written)) from.pause();
+  };
+  const onDrain = () => from.resume();
+  const onEnd = () => {
+    ended = true;
+    from.off('data', onData);
+    to.off('drain', onDrain);
+    to.off('close', onGone);
+    release();
+  };
+  const onGone = () => {
+    onEnd();
+    from.destroy();
+  };
+  if (to.destroyed) {
+    from.destroy();
+    return;
+  }
+  to.on('error', ignore);
+  from.on('data', onData);
+  from.once('end', onEnd);
+  to.on('drain', onDrain);
+  to.once('close', onGone);
 }
 
 /** Builds spawn() over a pool (`getPool()` is called at the first spawn). */
@@ -164,7 +245,8 @@ export function createSpawn(getPool) {
   return function spawn(file, args, options) {
     const linked = childStreamsIn(args, options);
     if (linked === null) return spawnOne(file, args, options);
-    const child = Array.isArray(args) || args == null ? spawnOne(file, args, linked.options) : spawnOne(file, linked.options);
+    const inArgs = args != null && typeof args === 'object' && !Array.isArray(args);
+    const child = inArgs ? spawnOne(file, linked.options) : spawnOne(file, args, linked.options);
     joinStreams(child, linked.joins);
     return child;
   };

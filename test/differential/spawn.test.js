@@ -582,6 +582,43 @@ test("a served child's stdout as another spawn's stdin, and its stdin as another
   await once(sleeper, 'close');
 });
 
+test('joined child streams under faults: a reader that stops (no uncaught EPIPE), a writer into a stdin that closes (SIGPIPE, its close comes), a spawn that fails (the stream keeps its bytes)', async () => {
+  const body = `
+    const say = (v) => console.error('RESULT ' + JSON.stringify(v));
+    process.on('uncaughtException', (e) => say('uncaught ' + e.code));
+    const closed = (c) => new Promise((r) => c.on('close', (code, sig) => r(code === 1 ? 'broken pipe' : sig ?? code)));
+    // seq into head -1: head exits, seq's output is left unread.
+    const seq = spawn('seq', ['1', '10000000']);
+    const head = spawn('head', ['-1'], { stdio: [seq.stdout, 'pipe', 'ignore'] });
+    let first = '';
+    head.stdout.on('data', (d) => { first += d; });
+    say({ head: await closed(head), first });
+    seq.kill('SIGKILL');
+    // A writer into the stdin of a child that exits at once: SIGPIPE (or
+    // ECONNRESET, exit 1: Node's socket pair gives either); its close comes.
+    const sink = spawn('true');
+    const writer = spawn('sh', ['-c', 'sleep 0.3; echo hi; echo there'], { stdio: ['ignore', sink.stdin, 'ignore'] });
+    say({ sink: await closed(sink), writer: await closed(writer) });
+    // Given to a spawn that fails: the bytes are still there to read.
+    const src = spawn('sh', ['-c', 'echo first; sleep 0.2; echo second']);
+    const bad = spawn('no-such-program-spawnpool', [], { stdio: [src.stdout, 'pipe', 'pipe'] });
+    bad.on('error', (e) => say('bad ' + e.code));
+    await new Promise((r) => setTimeout(r, 500));
+    let got = '';
+    src.stdout.on('data', (d) => { got += d; });
+    src.stdout.resume(); // Node paused it for the child
+    await new Promise((r) => src.stdout.on('end', r));
+    say({ got });
+    setTimeout(() => process.exit(0), 50);
+  `;
+  const node = await runNode('node', body, { timeout: 20_000 });
+  const pool = await runNode('spawnpool', body, { timeout: 20_000 });
+  const expected = [{ head: 0, first: '1\n' }, { sink: 0, writer: 'SIGPIPE' }, 'bad ENOENT', { got: 'first\nsecond\n' }];
+  const sigpipeOrReset = (results) => results.map((r) => (r?.writer === 'broken pipe' ? { ...r, writer: 'SIGPIPE' } : r));
+  assert.deepEqual(sigpipeOrReset(node.results), expected, node.stderr);
+  assert.deepEqual(sigpipeOrReset(pool.results), expected, pool.stderr);
+});
+
 // ---------------------------------------------------------------- stdout
 differential('stdout paused 300 ms then resumed: nothing lost, child blocked meanwhile', (spawn, x) => {
   const c = spawn('seq', ['1', '300000']);
