@@ -47,8 +47,10 @@ export const FAILED = 'failed';
  * A lost server's children are killed by pid, and the pid of one that
  * exited since (its zombie reaped by init) may be another process's by
  * then: its start (/proc/PID/stat, in the kernel's 10 ms ticks since
- * boot) must not be later than that, and a zombie needs no kill. With
- * /proc unreadable it counts as ours, as it did before the check.
+ * boot) must not be later than that. A zombie counts as ours: its pid is
+ * not free, and it may be a leader whose other threads still run. What
+ * cannot be read (no /proc, hidepid) counts as ours unless kill(pid, 0)
+ * says there is no such process, as before the check.
  */
 export function stillOurs(pid, spawnedAt) {
   let stat;
@@ -56,12 +58,16 @@ export function stillOurs(pid, spawnedAt) {
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
     uptime = readFileSync('/proc/uptime', 'latin1');
-  } catch (err) {
-    return err.code !== 'ENOENT';
+  } catch {
+    try {
+      process.kill(pid, 0);
+    } catch (err) {
+      return err.code !== 'ESRCH';
+    }
+    return true;
   }
   // After the command's ')': field 3 (the state) on; the start is field 22.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  if (fields[0] === 'Z' || fields[0] === 'X') return false;
   const startMs = Number(fields[19]) * 10;
   const spawnedMs = Number.parseFloat(uptime) * 1000 - (now() - spawnedAt);
   return !(startMs > spawnedMs + 20);
