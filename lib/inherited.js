@@ -1,18 +1,17 @@
 // What a child inherits from its parent that a spawn server took once, at
 // its own start: the file mode creation mask, the credentials and the
 // nice value. Node's child gets them as they are at spawn(); a server's
-// children get the server's. Node programs change them through
+// children get the server's. Node programs change the first two through
 // process.umask(mask), process.setuid() and its siblings (a server started
-// as root drops its privileges once it has bound its port) and
-// os.setPriority(): those are wrapped here, so that a change after the pool
-// started costs nothing per spawn until it happens, and the first spawn
-// after it finds out and renews the pool (Pool.renew): new servers,
-// started then, inherit the process as it is.
+// as root drops its privileges once it has bound its port): those are
+// wrapped here, so that a change after the pool started costs nothing per
+// spawn until it happens. The nice value is read at each spawn (one
+// getpriority(2), a tenth of a microsecond), so that os.setPriority()
+// however imported, and a renice from outside, are seen too. The first
+// spawn after a change renews the pool (Pool.renew): new servers, started
+// then, inherit the process as it is.
 import { readFileSync } from 'node:fs';
-import { createRequire, syncBuiltinESMExports } from 'node:module';
-
-// node:os itself, whose functions can be replaced (an import's cannot).
-const os = createRequire('/')('node:os');
+import { getPriority } from 'node:os';
 
 const SETTERS = ['umask', 'setuid', 'setgid', 'seteuid', 'setegid', 'setgroups', 'initgroups'];
 
@@ -44,35 +43,18 @@ function install() {
     Object.defineProperty(wrapped, 'length', { value: original.length });
     process[name] = wrapped;
   }
-  wrapSetPriority();
 }
 
-// os.setPriority(prio) and os.setPriority(pid, prio) for this process set
-// the calling thread's nice value (setpriority(2) on Linux), which a child
-// spawned from it inherits. The wrapper counts every call: which pid a
-// call named is not worth a check, the comparison below is cheap.
-function wrapSetPriority() {
-  const original = os.setPriority;
-  if (typeof original !== 'function') return;
-  const wrapped = {
-    setPriority(...args) {
-      const result = Reflect.apply(original, os, args);
-      changes++;
-      return result;
-    },
-  }.setPriority;
-  Object.defineProperty(wrapped, 'length', { value: original.length });
-  os.setPriority = wrapped;
-  // `import { setPriority } from 'node:os'` sees the wrapper too.
-  try {
-    syncBuiltinESMExports();
-  } catch { /* not in every runtime */ }
-}
-
+// The calling thread's nice value, which a child spawned from it inherits.
+// Unreadable (Deno without --allow-sys) counts as unchanged, and is not
+// tried again: a throw per spawn would cost more than the read.
+let priorityReadable = true;
 function priority() {
+  if (!priorityReadable) return undefined;
   try {
-    return os.getPriority();
+    return getPriority();
   } catch {
+    priorityReadable = false;
     return undefined;
   }
 }
@@ -112,14 +94,16 @@ export function inheritedState() {
 }
 
 /**
- * Whether the process's umask, credentials or nice value differ from `state`'s (taken
- * by inheritedState() when the pool started). Free while none of the
- * setters was called; a change that was undone counts as none.
+ * Whether the process's umask, credentials or nice value differ from
+ * `state`'s (taken by inheritedState() when the pool started). One
+ * getpriority(2) while none of the setters was called; a change that was
+ * undone counts as none.
  */
 export function inheritedChanged(state) {
-  if (state.changes === changes) return false;
+  const nice = priority();
+  if (state.changes === changes && nice === state.priority) return false;
   // An unreadable mask at the start: any mask set since counts as a change.
-  const same = credentials() === state.credentials && (mask === null || mask === state.mask) && priority() === state.priority;
+  const same = credentials() === state.credentials && (mask === null || mask === state.mask) && nice === state.priority;
   if (same) state.changes = changes;
   return !same;
 }
