@@ -389,7 +389,7 @@ export class Pool {
    */
   renew() {
     this.inherited = inheritedState();
-    debug('the umask or credentials changed: renewing %d servers', this.servers.length);
+    debug('the umask, credentials or nice value changed: renewing %d servers', this.servers.length);
     for (const server of this.servers) {
       cancelIdle(server);
       server.retired = true;

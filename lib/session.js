@@ -21,7 +21,7 @@
 // (ChildProcess) turns session callbacks into Node's events; the session
 // never emits anything itself.
 import { AsyncResource } from 'node:async_hooks';
-import { closeSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import {
   T, STDIO_PIPE, encodeCredit, encodeReap, encodeStdin, encodeStdinEnd, encodeClose, encodeKill,
@@ -58,11 +58,13 @@ export function stillOurs(pid, spawnedAt) {
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
     uptime = readFileSync('/proc/uptime', 'latin1');
-  } catch {
+  } catch (err) {
+    // No entry where /proc is there: gone. Else ask the kernel.
+    if (err.code === 'ENOENT' && existsSync('/proc/self/stat')) return false;
     try {
       process.kill(pid, 0);
-    } catch (err) {
-      return err.code !== 'ESRCH';
+    } catch (e) {
+      return e.code !== 'ESRCH';
     }
     return true;
   }

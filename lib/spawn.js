@@ -164,33 +164,46 @@ function joinStreams(child, joins) {
 }
 
 /**
- * The given stdout into the new child's stdin, ended at its end. Once the
- * new child's stdin is gone (it exited), the stdout is left unread: under
- * Node the parent holds that socket's reading end, and the writer blocks.
+ * The given stdout into the new child's stdin, ended at its end (or when
+ * it is destroyed: the child reads EOF). Read with read(), so that it
+ * flows whatever listeners the user left on it. Once the new child's stdin
+ * is gone (it exited), the stdout is left unread: under Node the parent
+ * holds that socket's reading end, and the writer blocks.
  */
 function feed(from, to) {
-  const onData = (chunk) => { if (!to.write(chunk)) from.pause(); };
-  const onDrain = () => from.resume();
+  if (to.destroyed) return;
+  if (from.readableEnded || from.destroyed) {
+    to.end();
+    return;
+  }
+  let waiting = false;
+  const pump = () => {
+    waiting = false;
+    for (let chunk = from.read(); chunk !== null; chunk = from.read()) {
+      if (!to.write(chunk)) {
+        waiting = true;
+        return;
+      }
+    }
+  };
+  const onDrain = () => { if (waiting) pump(); };
   const stop = () => {
-    from.off('data', onData);
+    from.off('readable', pump);
     from.off('end', onEnd);
+    from.off('close', onEnd);
     to.off('drain', onDrain);
-    to.off('close', onGone);
+    to.off('close', stop);
   };
   const onEnd = () => {
     stop();
     to.end();
   };
-  const onGone = () => {
-    stop();
-    from.pause();
-  };
-  if (to.destroyed) return;
-  from.on('data', onData);
+  from.on('readable', pump);
   from.once('end', onEnd);
+  from.once('close', onEnd);
   to.on('drain', onDrain);
-  to.once('close', onGone);
-  from.resume();
+  to.once('close', stop);
+  pump();
 }
 
 /**
@@ -206,7 +219,9 @@ function drain(from, to) {
   let ended = false;
   const ignore = () => {};
   const release = () => {
-    if (ended && writing === 0) to.off('error', ignore);
+    if (!ended || writing !== 0) return;
+    to.off('error', ignore);
+    unlimit();
   };
   const written = () => {
     writing--;
@@ -220,6 +235,8 @@ function drain(from, to) {
   const onEnd = () => {
     ended = true;
     from.off('data', onData);
+    from.off('end', onEnd);
+    from.off('close', onEnd);
     to.off('drain', onDrain);
     to.off('close', onGone);
     release();
@@ -232,9 +249,21 @@ function drain(from, to) {
     from.destroy();
     return;
   }
+  // Each writer joined adds its listeners to the user's stdin for a time:
+  // many writers into one stdin are no leak (Node warns of none).
+  const max = to.getMaxListeners();
+  if (max !== 0) to.setMaxListeners(max + 1);
+  let released = false;
+  const unlimit = () => {
+    if (released) return;
+    released = true;
+    const now = to.getMaxListeners();
+    if (now !== 0) to.setMaxListeners(Math.max(now - 1, 0) || 1);
+  };
   to.on('error', ignore);
   from.on('data', onData);
   from.once('end', onEnd);
+  from.once('close', onEnd);
   to.on('drain', onDrain);
   to.once('close', onGone);
 }

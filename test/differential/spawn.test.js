@@ -619,6 +619,46 @@ test('joined child streams under faults: a reader that stops (no uncaught EPIPE)
   assert.deepEqual(sigpipeOrReset(pool.results), expected, pool.stderr);
 });
 
+test("a given stdout the user read from: ended before the reader's spawn, a 'readable' listener left on it, destroyed meanwhile: the reader gets its bytes and its EOF (it hung)", async () => {
+  const body = `
+    const say = (v) => console.error('RESULT ' + JSON.stringify(v));
+    const reader = (stdin) => {
+      const c = spawn('cat', [], { stdio: [stdin, 'pipe', 'ignore'] });
+      let out = '';
+      c.stdout.on('data', (d) => { out += d; });
+      return new Promise((r) => c.on('close', (code) => r({ code, out })));
+    };
+    const wait = (ms) => new Promise((r) => setTimeout(r, ms));
+    // Read to its end by the user ('end' queued, not yet emitted).
+    let s = spawn('printf', ['header\\nbody\\n']).stdout;
+    const idle = () => {};
+    s.on('readable', idle);
+    await wait(300);
+    s.read();
+    s.off('readable', idle);
+    say(await reader(s));
+    // A 'readable' listener still on it, the first line taken.
+    s = spawn('sh', ['-c', 'echo header; sleep 0.2; echo body']).stdout;
+    s.once('readable', () => s.read());
+    s.on('readable', () => {});
+    await wait(100);
+    say(await reader(s));
+    // Destroyed while the reader reads (the reader's EOF; what follows
+    // differs: docs/behaviour-differences.md).
+    s = spawn('sh', ['-c', 'echo one; sleep 0.3; echo two']).stdout;
+    const third = reader(s);
+    setTimeout(() => s.destroy(), 100);
+    const { code, out } = await third;
+    say({ code, starts: out.startsWith('one\\n') });
+    setTimeout(() => process.exit(0), 50);
+  `;
+  const node = await runNode('node', body, { timeout: 20_000 });
+  const pool = await runNode('spawnpool', body, { timeout: 20_000 });
+  const expected = [{ code: 0, out: '' }, { code: 0, out: 'body\n' }, { code: 0, starts: true }];
+  assert.deepEqual(node.results, expected, node.stderr);
+  assert.deepEqual(pool.results, expected, pool.stderr);
+});
+
 // ---------------------------------------------------------------- stdout
 differential('stdout paused 300 ms then resumed: nothing lost, child blocked meanwhile', (spawn, x) => {
   const c = spawn('seq', ['1', '300000']);
