@@ -234,7 +234,6 @@ export function validateTimeout(timeout) {
   }
 }
 
-/** Node's validateAbortSignal. */
 /** Node's check in ChildProcess#spawn, after the stdio's. */
 export function validateSerialization(serialization) {
   if (serialization !== undefined && serialization !== 'json' && serialization !== 'advanced') {
@@ -242,6 +241,7 @@ export function validateSerialization(serialization) {
   }
 }
 
+/** Node's validateAbortSignal. */
 export function validateAbortSignal(signal, name) {
   if (signal !== undefined && (signal === null || typeof signal !== 'object' || !('aborted' in signal))) {
     throw invalidArgType(name, 'AbortSignal', signal);

@@ -41,7 +41,6 @@ export const RUNNING = 'running';
 export const EXITED = 'exited';
 export const FAILED = 'failed';
 
-
 /**
  * Whether `pid` is still the process known by `spawnedAt` (now()'s clock).
  * A lost server's children are killed by pid, and the pid of one that

@@ -80,7 +80,6 @@ function superviseChild(child, options, killSignal) {
     // As Node's: a spawn that failed emits no 'exit', and its timer runs
     // out, its kill() finding no process.
     child.once('exit', clear);
-
   }
   const signal = options.signal;
   if (signal) {
@@ -163,6 +162,14 @@ function joinStreams(child, joins) {
   }
 }
 
+/** Adds a join's listeners ([emitter, event, listener]); returns what removes them. */
+function listen(listeners) {
+  for (const [emitter, event, listener] of listeners) emitter.on(event, listener);
+  return () => {
+    for (const [emitter, event, listener] of listeners) emitter.off(event, listener);
+  };
+}
+
 /**
  * The given stdout into the new child's stdin, ended at its end (or when
  * it is destroyed: the child reads EOF). Read with read(), so that it
@@ -186,23 +193,14 @@ function feed(from, to) {
       }
     }
   };
-  const onDrain = () => { if (waiting) pump(); };
-  const stop = () => {
-    from.off('readable', pump);
-    from.off('end', onEnd);
-    from.off('close', onEnd);
-    to.off('drain', onDrain);
-    to.off('close', stop);
-  };
   const onEnd = () => {
     stop();
     to.end();
   };
-  from.on('readable', pump);
-  from.once('end', onEnd);
-  from.once('close', onEnd);
-  to.on('drain', onDrain);
-  to.once('close', stop);
+  const stop = listen([
+    [from, 'readable', pump], [from, 'end', onEnd], [from, 'close', onEnd],
+    [to, 'drain', () => { if (waiting) pump(); }], [to, 'close', () => stop()],
+  ]);
   pump();
 }
 
@@ -215,36 +213,6 @@ function feed(from, to) {
  * never wrote them.
  */
 function drain(from, to) {
-  let writing = 0;
-  let ended = false;
-  const ignore = () => {};
-  const release = () => {
-    if (!ended || writing !== 0) return;
-    to.off('error', ignore);
-    unlimit();
-  };
-  const written = () => {
-    writing--;
-    release();
-  };
-  const onData = (chunk) => {
-    writing++;
-    if (!to.write(chunk, written)) from.pause();
-  };
-  const onDrain = () => from.resume();
-  const onEnd = () => {
-    ended = true;
-    from.off('data', onData);
-    from.off('end', onEnd);
-    from.off('close', onEnd);
-    to.off('drain', onDrain);
-    to.off('close', onGone);
-    release();
-  };
-  const onGone = () => {
-    onEnd();
-    from.destroy();
-  };
   if (to.destroyed) {
     from.destroy();
     return;
@@ -253,19 +221,38 @@ function drain(from, to) {
   // many writers into one stdin are no leak (Node warns of none).
   const max = to.getMaxListeners();
   if (max !== 0) to.setMaxListeners(max + 1);
-  let released = false;
-  const unlimit = () => {
-    if (released) return;
-    released = true;
+  let writing = 0;
+  let ended = false;
+  const ignore = () => {};
+  const release = () => {
+    if (!ended || writing !== 0 || !to.listeners('error').includes(ignore)) return;
+    to.off('error', ignore);
     const now = to.getMaxListeners();
-    if (now !== 0) to.setMaxListeners(Math.max(now - 1, 0) || 1);
+    if (now > 1) to.setMaxListeners(now - 1);
+  };
+  const written = () => {
+    writing--;
+    release();
+  };
+  const onEnd = () => {
+    if (ended) return;
+    ended = true;
+    stop();
+    release();
   };
   to.on('error', ignore);
-  from.on('data', onData);
-  from.once('end', onEnd);
-  from.once('close', onEnd);
-  to.on('drain', onDrain);
-  to.once('close', onGone);
+  const stop = listen([
+    [from, 'data', (chunk) => {
+      writing++;
+      if (!to.write(chunk, written)) from.pause();
+    }],
+    [from, 'end', onEnd], [from, 'close', onEnd],
+    [to, 'drain', () => from.resume()],
+    [to, 'close', () => {
+      onEnd();
+      from.destroy();
+    }],
+  ]);
 }
 
 /** Builds spawn() over a pool (`getPool()` is called at the first spawn). */

@@ -1,8 +1,8 @@
 // The child's stdio as seen from Node: streams backed by a session's frames
 // instead of pipe handles. Flow control follows docs/protocol.md: readables
 // return credit only as their consumer takes data; stdin keeps at most
-// STDIN_WINDOW bytes unacknowledged, and a write that fits in it completes
-// at once, as one the kernel's pipe buffer takes.
+// STDIN_WINDOW bytes unacknowledged, and a write made in spawn()'s tick that
+// fits in it completes at once, as one the kernel's pipe buffer takes.
 //
 // Like net.Socket over a pipe handle, 'close' is not emitted by the stream
 // machinery (emitClose: false) but when the "handle" closes: in the close
