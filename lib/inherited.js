@@ -100,10 +100,10 @@ export function inheritedState() {
  * undone counts as none.
  */
 export function inheritedChanged(state) {
-  const nice = priority();
-  if (state.changes === changes && nice === state.priority) return false;
+  if (priority() !== state.priority) return true;
+  if (state.changes === changes) return false;
   // An unreadable mask at the start: any mask set since counts as a change.
-  const same = credentials() === state.credentials && (mask === null || mask === state.mask) && nice === state.priority;
+  const same = credentials() === state.credentials && (mask === null || mask === state.mask);
   if (same) state.changes = changes;
   return !same;
 }

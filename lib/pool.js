@@ -103,7 +103,7 @@ export class Pool {
     this.closed = false;
     this.started = false;
     this.startedAt = 0;
-    this.inherited = null;        // the umask and credentials the servers took (lib/inherited.js)
+    this.inherited = null;        // the umask, credentials and nice value the servers took (lib/inherited.js)
     this.draining = [];           // servers renewed (renew()) with children still running
     this.next = 0;
     this.startFailures = 0;       // servers in a row that died before their handshake
@@ -381,7 +381,7 @@ export class Pool {
   }
 
   /**
-   * The process's umask or credentials changed since the servers started
+   * The process's umask, credentials or nice value changed since the servers started
    * (lib/inherited.js): they take no more spawns and exit once their
    * children are done (servers started as root must not outlive the
    * program's drop of its privileges); the next spawn starts new ones,

@@ -131,21 +131,22 @@ const STREAM_FIELDS = ['stdin', 'stdout', 'stderr'];
  * this process from its 'spawn' on (feed, drain). Returns the options to
  * spawn with and the joins, or null.
  */
-function childStreamsIn(args, options) {
-  if (args != null && typeof args === 'object' && !Array.isArray(args)) options = args;
+function childStreamsIn(options) {
   // As Node's spread of the options: own enumerable properties only.
   if (options == null || !Object.prototype.propertyIsEnumerable.call(options, 'stdio')) return null;
   const stdio = options.stdio;
   if (!Array.isArray(stdio)) return null;
+  // Nothing copied for the usual stdio (every spawn passes here).
   let joins = null;
-  const replaced = stdio.map((entry, fd) => {
-    const feeds = fd === 0 && entry instanceof ChildReadable;
-    const takes = (fd === 1 || fd === 2) && entry instanceof ChildWritable;
-    if (!(feeds || takes) || entry.destroyed) return entry;
-    (joins ??= []).push([fd, entry]);
-    return 'pipe';
-  });
-  return joins === null ? null : { options: { ...options, stdio: replaced }, joins };
+  for (let fd = 0; fd < 3 && fd < stdio.length; fd++) {
+    const entry = stdio[fd];
+    const joinable = fd === 0 ? entry instanceof ChildReadable : entry instanceof ChildWritable;
+    if (joinable && !entry.destroyed) (joins ??= []).push([fd, entry]);
+  }
+  if (joins === null) return null;
+  const replaced = stdio.slice();
+  for (const [fd] of joins) replaced[fd] = 'pipe';
+  return { options: { ...options, stdio: replaced }, joins };
 }
 
 function joinStreams(child, joins) {
@@ -259,9 +260,10 @@ function drain(from, to) {
 export function createSpawn(getPool) {
   const spawnOne = createSpawnOne(getPool);
   return function spawn(file, args, options) {
-    const linked = childStreamsIn(args, options);
-    if (linked === null) return spawnOne(file, args, options);
+    // spawn(file, options) as Node reads it (the third argument ignored).
     const inArgs = args != null && typeof args === 'object' && !Array.isArray(args);
+    const linked = childStreamsIn(inArgs ? args : options);
+    if (linked === null) return spawnOne(file, args, options);
     const child = inArgs ? spawnOne(file, linked.options) : spawnOne(file, args, linked.options);
     joinStreams(child, linked.joins);
     return child;
