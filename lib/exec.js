@@ -12,6 +12,7 @@ import {
   maxBufferExceeded,
   outOfRange,
 } from './errors.js';
+import { childProcessModule } from './node-child-process.js';
 import { validateTimeout, sanitizeKillSignal } from './options.js';
 
 const MAX_BUFFER = 1024 * 1024;
@@ -20,10 +21,24 @@ const kEmptyObject = Object.freeze({ __proto__: null });
 // Node 20 left them anonymous. Follow the running Node.
 const namePromiseForms = Number(process.versions.node.split('.')[0]) >= 22;
 
+// The exec functions installed as node:child_process's (spawnpool/register).
+const installedExecs = new WeakSet();
+
+/**
+ * Marks `exec` as node:child_process's own: from then on it calls the
+ * module's current execFile, as Node's exec calls module.exports.execFile,
+ * so that a wrapper or a mock put there (t.mock.method(cp, 'execFile'))
+ * sees exec's calls too.
+ */
+export function execThroughModule(exec) {
+  installedExecs.add(exec);
+}
+
 /** Build exec/execFile (with their util.promisify forms) on top of `spawn`. */
 export function createExec(spawn) {
   function exec(command, options, callback) {
     const opts = normalizeExecArgs(command, options, callback);
+    if (installedExecs.has(exec)) return childProcessModule.execFile(opts.file, opts.options, opts.callback);
     return execFile(opts.file, opts.options, opts.callback);
   }
 
@@ -202,8 +217,9 @@ function finish(run, code, signal) {
   if (!run.callback) return;
   const stdout = joined(run, 'stdout');
   const stderr = joined(run, 'stderr');
+  const callback = run.callback; // called as Node calls it: no `this`
   if (!run.ex && code === 0 && signal === null) {
-    run.callback(null, stdout, stderr);
+    callback(null, stdout, stderr);
     return;
   }
   let cmd = run.file;
@@ -214,7 +230,7 @@ function finish(run, code, signal) {
     signal,
   });
   run.ex.cmd = cmd;
-  run.callback(run.ex, stdout, stderr);
+  callback(run.ex, stdout, stderr);
 }
 
 // Strings if we decoded, or if the caller called setEncoding() on the stream.

@@ -9,13 +9,18 @@
 // serve them, and Node's fork() calls its internal spawn, not the property.
 // spawnpool itself keeps Node's originals (node-child-process.js).
 import { syncBuiltinESMExports } from 'node:module';
+import { execThroughModule } from './exec.js';
 import { childProcessModule } from './node-child-process.js';
 
 const REPLACED = ['spawn', 'exec', 'execFile'];
 
-/** Routes node:child_process's spawn/exec/execFile to `impl`'s. Idempotent. */
+/**
+ * Routes node:child_process's spawn/exec/execFile to `impl`'s; `impl.exec`
+ * then calls the module's execFile, as Node's exec does. Idempotent.
+ */
 export function install(impl) {
   for (const name of REPLACED) childProcessModule[name] = impl[name];
+  execThroughModule(impl.exec);
   syncBuiltinESMExports();
 }
 

@@ -227,6 +227,24 @@ export function cString(value) {
   return nul === -1 ? s : s.slice(0, nul);
 }
 
+// What spawn() makes of an argument whose conversion to a string throws (a
+// Symbol, an object without a usable toString): Node 20 throws that error
+// from spawn(); Node 22 and 24 run the program with an empty argument.
+const argFailureIsEmpty = Number(process.versions.node.split('.')[0]) >= 22;
+
+/** An argument as Node's spawn() converts it (ToString, not String()), then as cString. */
+export function argString(value) {
+  if (typeof value === 'string') return cString(value);
+  let s;
+  try {
+    s = `${value}`;
+  } catch (err) {
+    if (!argFailureIsEmpty) throw err;
+    s = '';
+  }
+  return cString(s);
+}
+
 /** Node's validateTimeout for spawn: undefined/null or an integer >= 0. */
 export function validateTimeout(timeout) {
   if (timeout != null && !(Number.isInteger(timeout) && timeout >= 0)) {

@@ -6,7 +6,7 @@ import { errorMonitor } from 'node:events';
 import { ChildProcess, kUsedAsStdio } from './child-process.js';
 import { Session } from './session.js';
 import {
-  normalizeSpawnArguments, validateTimeout, validateAbortSignal, sanitizeKillSignal, planStdio, resolveCwd, cString,
+  normalizeSpawnArguments, validateTimeout, validateAbortSignal, sanitizeKillSignal, planStdio, resolveCwd, cString, argString,
   validateSerialization,
 } from './options.js';
 import { FLAG_DETACHED, FLAG_SET_UID, FLAG_SET_GID } from './protocol.js';
@@ -33,7 +33,7 @@ function toRequest(norm, plan, window) {
     stdio: plan.modes,
     file: cString(norm.file),
     cwd: resolveCwd(norm.cwd),
-    argv: Array.from(norm.args, cString), // a hole is 'undefined', as Node's
+    argv: Array.from(norm.args, argString), // a hole is 'undefined', as Node's
     env: norm.envPairs,       // C strings already (options.js)
   };
 }

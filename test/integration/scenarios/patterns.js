@@ -209,6 +209,49 @@ run({
     return { stdout, stderr, code };
   },
 
+  // Node's exec calls module.exports.execFile at each call: a wrapper put
+  // there (an APM agent, t.mock.method(cp, 'execFile')) sees exec's calls,
+  // the promisified exec's too.
+  'exec goes through the module\'s execFile': async () => {
+    const seen = [];
+    const original = cpDefault.execFile;
+    cpDefault.execFile = function wrapped(...args) {
+      seen.push([args[0], this === cpDefault]);
+      return original.apply(this, args);
+    };
+    try {
+      const plain = await new Promise((resolve) => exec('echo one', (err, stdout) => resolve(stdout)));
+      const { stdout: promised } = await promisify(exec)('echo two');
+      return { seen, plain, promised };
+    } finally {
+      cpDefault.execFile = original;
+    }
+  },
+  // Node calls the callback as a plain function: `this` is undefined here
+  // (a module is strict), whatever the outcome.
+  'exec and execFile callbacks get no this': async () => {
+    const thisOf = (call) => new Promise((resolve) => call(function () { resolve(this === undefined ? 'undefined' : typeof this); }));
+    return {
+      ok: await thisOf((cb) => execFile('true', cb)),
+      failed: await thisOf((cb) => exec('exit 3', cb)),
+      missing: await thisOf((cb) => execFile('no-such-program-spawnpool', cb)),
+    };
+  },
+  // An argument ToString cannot convert: Node 20 throws that error from
+  // the call, Node 22 and 24 pass an empty argument.
+  'arguments that do not convert to a string': async () => {
+    const outcomes = [];
+    for (const arg of [Symbol('s'), Object.create(null), { toString() { return {}; }, valueOf() { return 'v'; } }]) {
+      try {
+        outcomes.push(await new Promise((resolve) => execFile('printf', ['[%s]', arg], (err, stdout) => resolve(stdout))));
+      } catch (err) {
+        outcomes.push(`threw ${err.constructor.name}: ${err.message}`);
+      }
+    }
+    const { stdout } = await promisify(execFile)('echo', ['after']);
+    return { outcomes, stdout };
+  },
+
   // Issue 8 (4): yes into a reader that goes away.
   'yes | head -n 1 in a shell': async () => settle(promisify(exec)('yes | head -n 1')),
   'yes with its stdout destroyed': async () => {
