@@ -104,7 +104,12 @@ export class ChildProcess extends EventEmitter {
 
   /**
    * Node's onexit with a negative code: the program could not be started.
-   * `afterSpawn`: a parked child that failed to exec after 'spawn'.
+   * `afterSpawn`: a parked child that failed to exec after 'spawn'. Code
+   * written for Node counts on an 'exit' after a 'spawn' (execa waits for
+   * it, listening again once the 'error' has settled its promises): it
+   * comes in the next check phase, then 'close'. Its code and signal are
+   * null (no program ran, so none exited; execa then reports no exitCode,
+   * as for Node's failed spawn); child.exitCode is -errno, as Node's.
    */
   _spawnFailed(errno, afterSpawn = false) {
     if (!afterSpawn) this._onSpawned(undefined);
@@ -113,8 +118,14 @@ export class ChildProcess extends EventEmitter {
     const err = errnoError(errno, `spawn ${this.spawnfile}`);
     err.path = this.spawnfile;
     err.spawnargs = this.spawnargs.slice(1);
+    if (afterSpawn) {
+      setImmediate(() => {
+        this.emit('exit', null, null);
+        this._afterExit();
+      });
+    }
     this.emit('error', err);
-    this._afterExit();
+    if (!afterSpawn) this._afterExit();
   }
 
   _afterExit() {

@@ -403,18 +403,22 @@ export class Session {
   /**
    * A parked child could not exec (the program vanished after spawn()
    * found it, say): it never ran. Nothing more comes for it; its pipes end.
+   * stdin ends as a failed spawn's (spawnFailed): destroyed without an
+   * error, a pending write's callback hearing EPIPE, no 'error' event
+   * (tinyexec pipes into it from spawn() on, listening on nothing).
    */
   execFailed(errno) {
     this.state = FAILED;
     for (let fd = 0; fd < 3; fd++) {
       if (!this.wire[fd]) continue;
       this.wire[fd] = false;
-      if (fd === 0) this.streams[0]._failed(EPIPE, true);
+      if (fd === 0) this.streams[0]._failAtDestroy(EPIPE);
       else this.streams[fd]._eof(0);
     }
     this.update();
     this.releaseCloses();
     this.child._spawnFailed(errno, true);
+    if (this.streams[0] !== null && !this.streams[0].destroyed) this.streams[0].destroy();
   }
 
   /**

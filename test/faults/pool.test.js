@@ -6,7 +6,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as nodeCp from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool } from 'spawnpool';
@@ -495,4 +497,43 @@ test('a server killed while its parked children still hold its socket gets no mo
     await pool.close().catch(() => {});
   }
   assert.deepEqual(lost, []);
+});
+
+test("an exec that fails after 'spawn' (missing #! interpreter): 'error', then 'exit' (null, null) in a later phase, then 'close'; stdin ends quietly", { timeout: 20000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'spawnpool-noexec-'));
+  const script = join(dir, 'crlf.sh');
+  writeFileSync(script, '#!/bin/sh\r\necho never\r\n');
+  chmodSync(script, 0o755);
+  const pool = createPool({ size: 1 });
+  pools.push(pool);
+  try {
+    const child = pool.spawn(script, ['a']);
+    const order = [];
+    const writes = [];
+    child.on('error', () => {
+      order.push('error');
+      // execa listens for 'exit' again only once its promises settled.
+      Promise.resolve().then(() => child.once('exit', () => order.push('exit heard after the error settled'))).catch(() => {});
+      process.nextTick(() => order.push('error: nextTick'));
+    });
+    child.stdin.on('error', (err) => order.push(`stdin error ${err.code}`));
+    // Written from spawn() on, as tinyexec's .pipe() does, until the failure.
+    const writer = setInterval(() => {
+      if (!child.stdin.destroyed) child.stdin.write('x'.repeat(65536), (err) => writes.push(err?.code ?? 'ok'));
+    }, 0);
+    const result = await watch(child);
+    clearInterval(writer);
+    await sleep(50);
+    assert.deepEqual(result.events.map((e) => e[0]), ['spawn', 'error', 'exit', 'close']);
+    assert.equal(result.events[1][1].code, 'ENOENT');
+    assert.equal(result.events[1][1].syscall, `spawn ${script}`);
+    assert.deepEqual(result.events[2], ['exit', null, null], 'no program ran: no code, no signal');
+    assert.deepEqual(result.events[3], ['close', -2, null], "'close' as Node's failed spawn's");
+    assert.equal(child.exitCode, -2);
+    assert.deepEqual(order.filter((e) => !e.startsWith('error: nextTick')), ['error', 'exit heard after the error settled']);
+    assert.ok(!order.some((e) => e.startsWith('stdin error')), `no 'error' on stdin: ${order}`);
+    assert.ok(writes.every((w) => w === 'ok' || w === 'EPIPE' || w === 'ERR_STREAM_DESTROYED'), `write callbacks: ${writes}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

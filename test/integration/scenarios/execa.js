@@ -2,7 +2,7 @@
 // served child's stdout/stdio[i] with its own streams (issue 8, pattern 1).
 import { execa, $ } from 'execa';
 import { Transform } from 'node:stream';
-import { run, errShape, pidKind, settle } from './harness.js';
+import { run, errShape, pidKind, settle, scriptWithoutInterpreter } from './harness.js';
 
 const NODE = process.execPath;
 
@@ -52,6 +52,17 @@ run({
   'non-zero exit': async () => settled(execa('sh', ['-c', 'echo out; echo err >&2; exit 3'])),
 
   'ENOENT': async () => settled(execa('spawnpool-no-such-command', ['x'])),
+  // execa waits for an 'exit' after a 'spawn': it hung here when the exec
+  // failed after 'spawn' with no 'exit' to follow.
+  'a script whose interpreter is missing': async () => {
+    const script = scriptWithoutInterpreter();
+    const results = [];
+    for (const options of [{}, { reject: false }, { timeout: 2000 }]) {
+      const result = await settled(execa(script, options));
+      results.push(JSON.parse(JSON.stringify(result).replaceAll(script, '<script>')));
+    }
+    return results;
+  },
 
   'all: interleaved output': async () => settled(execa('sh', ['-c', 'echo 1; sleep 0.05; echo 2 >&2'], { all: true })),
 

@@ -5,7 +5,9 @@
 //
 // Each case also gets `served`: how many of its spawns the default pool
 // handled (0 in the plain run), and `fallbacks`: how many it handed to Node.
-import { writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { stats } from 'spawnpool';
 
 const CASE_TIMEOUT_MS = Number(process.env.SCENARIO_CASE_TIMEOUT_MS ?? 4000);
@@ -33,6 +35,19 @@ export function busy(ms) {
 export function pidKind(pid) {
   if (pid === undefined) return 'undefined';
   return Number.isInteger(pid) && pid > 0 ? 'positive integer' : `bad: ${String(pid)}`;
+}
+
+/**
+ * The path of a script whose `#!` line names no interpreter that exists
+ * (a CRLF line end, as a checkout from Windows leaves it): Node's spawn
+ * fails with ENOENT; spawnpool's parked child finds out at its exec,
+ * after 'spawn'.
+ */
+export function scriptWithoutInterpreter() {
+  const path = join(mkdtempSync(join(tmpdir(), 'spawnpool-scenario-')), 'crlf.sh');
+  writeFileSync(path, '#!/bin/sh\r\necho never\r\n');
+  chmodSync(path, 0o755);
+  return path;
 }
 
 /** Settles `promise` as {value} / {threw}; `shape` maps a rejection for comparison. */

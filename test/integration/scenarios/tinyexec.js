@@ -1,6 +1,6 @@
 // tinyexec 1: a thenable over spawn, line iteration over combined streams.
 import { x, NonZeroExitError } from 'tinyexec';
-import { run, errShape, pidKind, settle } from './harness.js';
+import { run, errShape, pidKind, settle, scriptWithoutInterpreter } from './harness.js';
 
 const tinyError = (err) => ({
   ...errShape(err, ['exitCode']),
@@ -39,6 +39,18 @@ run({
   },
 
   'ENOENT': async () => settle(x('spawnpool-no-such-command', ['x'], { throwOnError: true }), tinyError),
+  // .pipe() writes into the new child's stdin from its spawn() on: when its
+  // exec fails, those writes must not raise an 'error' nobody listens for
+  // (the process died of an uncaught EPIPE in about half the runs).
+  'pipe into a script whose interpreter is missing': async () => {
+    const script = scriptWithoutInterpreter();
+    const outcomes = [];
+    for (let i = 0; i < 8; i++) {
+      const result = await settle(x('echo', ['hi']).pipe(script, [], { throwOnError: true }), tinyError);
+      outcomes.push(JSON.stringify(result).replaceAll(script, '<script>'));
+    }
+    return [...new Set(outcomes)];
+  },
 
   'timeout': async () => {
     const proc = x('sleep', ['5'], { timeout: 100 });
