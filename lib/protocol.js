@@ -9,7 +9,13 @@ export const MAX_FRAME = 16 * 1024 * 1024;
 // 64 KiB at a time (native/platform.h, SPAWND_PIPE_CHUNK).
 export const MAX_DATA = 64 * 1024;
 export const HEADER = 9;
-export const STDIN_WINDOW = 65536;
+// stdin bytes a child may have sent but not yet acknowledged (WROTE): as
+// much as the kernel's socket buffer takes from Node's write (128 KiB and
+// more), so that a write a child exits without reading fails no more
+// often than Node's. A write in spawn()'s tick completes at once only up
+// to STDIN_EARLY (lib/streams.js).
+export const STDIN_WINDOW = 256 * 1024;
+export const STDIN_EARLY = 64 * 1024;
 
 export const T = Object.freeze({
   HELLO: 0x01, SPAWN: 0x02, STDIN: 0x03, STDIN_END: 0x04, KILL: 0x05, CREDIT: 0x06, CLOSE: 0x07, REAP: 0x08,

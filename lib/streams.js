@@ -2,14 +2,15 @@
 // instead of pipe handles. Flow control follows docs/protocol.md: readables
 // return credit only as their consumer takes data; stdin keeps at most
 // STDIN_WINDOW bytes unacknowledged, and a write made in spawn()'s tick that
-// fits in it completes at once, as one the kernel's pipe buffer takes.
+// fits in STDIN_EARLY completes at once, as one the kernel's pipe buffer takes.
 //
 // Like net.Socket over a pipe handle, 'close' is not emitted by the stream
 // machinery (emitClose: false) but when the "handle" closes: in the close
 // phase, with `hadError` (lib/delivery.js).
+import { AsyncResource } from 'node:async_hooks';
 import { Readable, Writable } from 'node:stream';
 import { Socket } from 'node:net';
-import { STDIN_WINDOW } from './protocol.js';
+import { STDIN_EARLY, STDIN_WINDOW } from './protocol.js';
 import { errnoError } from './errors.js';
 import { closePhase } from './delivery.js';
 import { readPipe } from './launch.js';
@@ -221,7 +222,7 @@ export class ChildWritable extends Writable {
       callback(errnoError(EPIPE, 'write'));
       return;
     }
-    if (this._tick === tick && this._session.running && this._inflight + data.length <= STDIN_WINDOW) {
+    if (this._tick === tick && this._session.running && this._inflight + data.length <= STDIN_EARLY) {
       this._session.stdin(data);
       this._inflight += data.length;
       if (this._earlyBytes === 0) this._session.holdWrite(true);
@@ -229,7 +230,9 @@ export class ChildWritable extends Writable {
       callback();
       return;
     }
-    this._pending = { data, offset: 0, unacked: data.length, callback };
+    // Its callback (and so 'drain', a write error) runs in the async
+    // context of the write() call, as Node's write request's does.
+    this._pending = { data, offset: 0, unacked: data.length, callback: AsyncResource.bind(callback) };
     this._session.holdWrite(true);
     this._pump();
   }
@@ -329,7 +332,7 @@ export class ChildWritable extends Writable {
   _final(callback) {
     this._session.stdinEnd();
     if (this._earlyBytes === 0) callback();
-    else this._finalCallback = callback;
+    else this._finalCallback = AsyncResource.bind(callback); // 'finish' in end()'s context
   }
 
   _destroy(err, callback) {

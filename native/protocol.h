@@ -11,7 +11,7 @@ enum {
 	SP_VERSION = 5,
 	SP_HDR = 9,                    /* len + type + id */
 	SP_MAX_FRAME = 16 * 1024 * 1024,
-	SP_STDIN_WINDOW = 65536,
+	SP_STDIN_WINDOW = 256 * 1024,  /* the client's, for reference (lib/protocol.js) */
 	SP_DATA_HDR = SP_HDR + 1,      /* DATA: header + fd byte */
 };
 

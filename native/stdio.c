@@ -557,12 +557,23 @@ void stdin_refuse(uint32_t id)
 	send_end0(id, EPIPE);
 }
 
+/* END fd 0 for c, unless its exec failed (the child wrote exec_err before
+ * it exited, and so before its end of stdin closed): the SPAWN_ERROR that
+ * follows at its exit ends stdin on the client as a failed spawn's, its
+ * pending write failing without an 'error' event; an END before it would
+ * raise one (docs/protocol.md). */
+static void refuse(struct child *c, int err)
+{
+	if (c->exec_err == 0)
+		send_end0(c->id, err);
+}
+
 /* Writing failed: END fd 0 with the write's errno. That is EPIPE when the
  * child closed its stdin even with our bytes unread: the peer's shutdown
  * is checked before the ECONNRESET its close left pending. */
 static void stdin_failed(struct child *c, int err)
 {
-	send_end0(c->id, err);
+	refuse(c, err);
 	stdin_close(c);
 }
 
@@ -619,7 +630,7 @@ void stdin_write(struct child *c, const uint8_t *p, size_t n)
 	if (c->in_fd < 0 || c->in_shut || c->in_end) {
 		/* Not a pipe, ended, closed or failed: the client's write
 		 * callback waits for an answer. */
-		stdin_refuse(c->id);
+		refuse(c, EPIPE);
 		return;
 	}
 	if (c->qhead == c->qlen && (w = write_some(c, p, n)) < 0)
@@ -667,7 +678,7 @@ void stdin_end(struct child *c)
 void stdin_reaped(struct child *c)
 {
 	if (c->in_fd >= 0 && c->qhead < c->qlen)
-		stdin_refuse(c->id);    /* queued bytes die with the child */
+		refuse(c, EPIPE);       /* queued bytes die with the child */
 	stdin_close(c);
 }
 

@@ -517,6 +517,52 @@ differential('stdin write with an encoding, and setDefaultEncoding', (spawn) => 
   c.stdin.setDefaultEncoding('hex');
   c.stdin.end('0aff');
 });
+test('100 KB written to a child that reads 10 bytes and exits: the write completes, no error (the kernel took it under Node; spawnpool failed it with EPIPE past 64 KiB)', async () => {
+  // No 'error' listener on stdin, as most code: an EPIPE there kills the process.
+  const body = `
+    const say = (x) => process.stderr.write('RESULT ' + JSON.stringify(x) + '\\n');
+    for (const delay of [-1, 20]) {
+      await new Promise((resolve) => {
+        const c = spawn('head', ['-c', '10']);
+        let out = '';
+        let cb = 'none';
+        c.stdout.on('data', (d) => { out += d; });
+        const write = () => c.stdin.end(Buffer.alloc(100_000, 'y'), (err) => { cb = err?.code ?? 'ok'; });
+        if (delay < 0) write(); else setTimeout(write, delay);
+        c.on('close', (code) => { say({ delay, code, out, cb }); resolve(); });
+      });
+    }
+  `;
+  const node = await runNode('node', body);
+  const pool = await runNode('spawnpool', body);
+  const expected = [-1, 20].map((delay) => ({ delay, code: 0, out: 'y'.repeat(10), cb: 'ok' }));
+  assert.deepEqual(node.results, expected, node.stderr);
+  assert.equal(pool.code, 0, pool.stderr);
+  assert.deepEqual(pool.results, expected, pool.stderr);
+});
+
+test("stdin's write callbacks, 'drain' and 'finish' run in the async context of the write() or end() call, as Node's", async () => {
+  const body = `
+    import { AsyncLocalStorage } from 'node:async_hooks';
+    const say = (x) => process.stderr.write('RESULT ' + JSON.stringify(x) + '\\n');
+    const als = new AsyncLocalStorage();
+    const seen = [];
+    const c = als.run('spawn', () => spawn('cat'));
+    c.stdout.resume();
+    c.stdin.on('drain', () => seen.push('drain in ' + als.getStore()));
+    c.stdin.on('finish', () => seen.push('finish in ' + als.getStore()));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    als.run('request-1', () => c.stdin.write(Buffer.alloc(300_000), () => seen.push('write cb in ' + als.getStore())));
+    await new Promise((resolve) => c.stdin.once('drain', resolve));
+    als.run('request-2', () => c.stdin.end('last', () => seen.push('end cb in ' + als.getStore())));
+    c.on('close', () => { say(seen); });
+  `;
+  const node = await runNode('node', body);
+  const pool = await runNode('spawnpool', body);
+  assert.deepEqual(node.results, [['drain in request-1', 'write cb in request-1', 'end cb in request-2', 'finish in request-2']], `${node.code} ${node.signal} ${node.stderr}`);
+  sameAsNode(pool.results, node.results);
+});
+
 differential('stdin write after end(): ERR_STREAM_WRITE_AFTER_END', (spawn, x) => {
   const c = spawn('cat');
   c.stdin.end('a');
