@@ -143,7 +143,9 @@ export class ChildProcess extends EventEmitter {
   kill(sig) {
     const signal = sig === 0 ? sig : toSignalNumber(sig === undefined ? 'SIGTERM' : sig);
     const session = this[kSession];
-    if (session === null || !session.alive) return false;
+    // A spawn already known to fail (before its 'error'): no process to
+    // signal, as Node 22's kill() finds (Node 20's signals its own group).
+    if (session === null || !session.alive || session.doomed) return false;
     session.kill(signal);
     this.killed = true;
     return true;

@@ -102,6 +102,7 @@ export class Session {
     this.held = false;
     this.stdinEnded = false;
     this.killSignal = -1;
+    this.doomed = false;         // found to fail before any server saw it (spawn.js)
     this.exitStatus = null;      // [code, signal] of an EXIT whose REAPED is awaited
     this.heldCloses = null;
     this.deferred = null;        // frames waiting for handed-over pipes (defer())

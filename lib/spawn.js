@@ -325,6 +325,7 @@ function createSpawnOne(getPool) {
     // node:child_process publishes those it spawns itself.
     childCreated(child);
     if (errno !== 0) {
+      session.doomed = true;
       process.nextTick(failSpawn, session, errno);
     } else if (pid !== 0) {
       child.pid = pid;

@@ -563,6 +563,21 @@ test("stdin's write callbacks, 'drain' and 'finish' run in the async context of 
   sameAsNode(pool.results, node.results);
 });
 
+test("kill() of a spawn that will fail, before its 'error': false, and killed stays false (Node 22/24; Node 20's kill() signals its own group there)", async () => {
+  const body = `
+    const say = (x) => process.stderr.write('RESULT ' + JSON.stringify(x) + '\\n');
+    const c = spawn('spawnpool-no-such-command');
+    const ret = c.kill();
+    c.on('error', (err) => say({ ret, code: err.code, killedAtError: c.killed }));
+  `;
+  const pool = await runNode('spawnpool', body);
+  assert.deepEqual(pool.results, [{ ret: false, code: 'ENOENT', killedAtError: false }], pool.stderr);
+  if (Number(process.versions.node.split('.')[0]) >= 22) {
+    const node = await runNode('node', body);
+    sameAsNode(pool.results, node.results);
+  }
+});
+
 differential('stdin write after end(): ERR_STREAM_WRITE_AFTER_END', (spawn, x) => {
   const c = spawn('cat');
   c.stdin.end('a');
