@@ -92,6 +92,17 @@ export function closeOverdue() {
 
 const runClosePhaseInCheck = checkPhase(runClosePhase);
 
+// libuv's own close phase, through the addon (an idle handle closed for
+// the purpose): after every setImmediate of the iteration, as Node's pipe
+// handles close. Without it (no addon, a worker thread, Bun, Deno) a
+// setImmediate stands in, queued before any a listener adds afterwards.
+const nativeClosePhase = typeof addon?.onClosePhase === 'function' && addon.onClosePhase(runClosePhase) === 1;
+
+function scheduleClosePhase() {
+  closeScheduled = true;
+  if (!nativeClosePhase || addon.closeSoon() !== 0) setImmediate(runClosePhaseInCheck);
+}
+
 function runClosePhase() {
   closeScheduled = false;
   overdue = false;
@@ -104,23 +115,17 @@ function runClosePhase() {
     } catch (err) {
       // A throwing 'close' listener must not cost the others their event.
       closing = batch.slice(0, i).concat(closing);
-      if (!closeScheduled) {
-        closeScheduled = true;
-        setImmediate(runClosePhaseInCheck);
-      }
+      if (!closeScheduled) scheduleClosePhase();
       throw err;
     }
   }
 }
 
-/** Runs `fn` in the emulated close phase (LIFO, after pending immediates). */
+/** Runs `fn` in the close phase (LIFO, after pending immediates). */
 export function closePhase(fn) {
   closing.push(fn);
-  if (inCheck) overdue = true;
-  if (!closeScheduled) {
-    closeScheduled = true;
-    setImmediate(runClosePhaseInCheck);
-  }
+  if (inCheck && !nativeClosePhase) overdue = true;
+  if (!closeScheduled) scheduleClosePhase();
 }
 
 // Node emits 'spawn' on the tick after spawn(), before any output of any

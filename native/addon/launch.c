@@ -59,6 +59,10 @@
  *   envBlock()                   the last envState() snapshot's strings
  *                                encoded as a SPAWN carries them, or -1
  *                                (env_block).
+ *   onClosePhase(fn), closeSoon() fn runs in libuv's close phase of this
+ *                                loop iteration (see on_phase): 1 if
+ *                                registered (once, main thread), 0 if
+ *                                not; closeSoon() 0 or -errno.
  *   envState(entries)            whether the C environment (what
  *                                process.env reads and writes on Node's
  *                                main thread) changed since the last call,
@@ -113,6 +117,9 @@ napi_status napi_set_element(napi_env, napi_value, uint32_t, napi_value);
 napi_status napi_throw_type_error(napi_env, const char *, const char *);
 napi_status napi_get_value_bool(napi_env, napi_value, bool *);
 napi_status napi_create_string_utf8(napi_env, const char *, size_t, napi_value *);
+typedef int napi_valuetype;
+#define NAPI_FUNCTION 7
+napi_status napi_typeof(napi_env, napi_value, napi_valuetype *);
 typedef int napi_typedarray_type;
 #define NAPI_INT32_ARRAY 5
 napi_status napi_get_typedarray_info(napi_env, napi_value, napi_typedarray_type *, size_t *, void **, napi_value *,
@@ -824,6 +831,7 @@ static napi_value stat_path(napi_env env, napi_callback_info info)
  * looked up in the node binary, and the handle's memory, whose size
  * uv_handle_size() gives, follows the struct. */
 #define UV_POLL_TYPE 8                  /* uv_handle_type's UV_POLL */
+#define UV_IDLE_TYPE 6                  /* and UV_IDLE */
 #define UV_READABLE_EVENT 1
 #define UV_DISCONNECT_EVENT 4
 #define WATCH_EVENTS (UV_READABLE_EVENT | UV_DISCONNECT_EVENT)
@@ -839,6 +847,7 @@ static struct {
 	void (*close)(void *, uv_close_cb_fn *);
 	void (*ref)(void *);
 	void (*unref)(void *);
+	int (*idle_init)(struct uv_loop_s *, void *);   /* closePhase's handles; optional */
 } uv;
 
 /* The main thread's loop, recorded when the addon is registered there (a
@@ -871,12 +880,16 @@ static int uv_found(void)
 		*(void **)&uv.close = dlsym(RTLD_DEFAULT, "uv_close");
 		*(void **)&uv.ref = dlsym(RTLD_DEFAULT, "uv_ref");
 		*(void **)&uv.unref = dlsym(RTLD_DEFAULT, "uv_unref");
+		*(void **)&uv.idle_init = dlsym(RTLD_DEFAULT, "uv_idle_init");
 		uv.state = uv.handle_size && uv.poll_init && uv.poll_start && uv.poll_stop && uv.close && uv.ref
 				   && uv.unref ? 1 : -1;
 		/* A poll handle is some 160 bytes; anything far off is not
 		 * the libuv this file was written against. */
 		if (uv.state == 1 && (uv.handle_size(UV_POLL_TYPE) < 64 || uv.handle_size(UV_POLL_TYPE) > 4096))
 			uv.state = -1;
+		if (uv.state == 1 && uv.idle_init != NULL
+		    && (uv.handle_size(UV_IDLE_TYPE) < 64 || uv.handle_size(UV_IDLE_TYPE) > 4096))
+			uv.idle_init = NULL;
 	}
 	return uv.state == 1;
 }
@@ -1404,6 +1417,80 @@ static napi_value read_fd(napi_env env, napi_callback_info info)
 	return int_value(env, n < 0 ? -errno : (int32_t)n);
 }
 
+/* The close phase: libuv runs the close callbacks of the handles closed
+ * during a loop iteration after its check phase (setImmediate), newest
+ * first. onClosePhase(fn) registers fn; closeSoon() has it called there,
+ * as the close callback of an idle handle opened and closed for the
+ * purpose (no system call), in a callback scope of its own, as Node runs
+ * a pipe handle's close callback: the stdio streams' 'close' then comes
+ * where Node's does, after any setImmediate queued before the close phase
+ * (in an 'exit' listener, say). Called from the close phase itself, fn
+ * runs in the next iteration's, as a handle closed there would. */
+static struct {
+	struct env_state *state;
+	napi_ref fn;
+	napi_async_context context;
+} phase;
+
+static void on_phase(void *handle)
+{
+	struct env_state *st = phase.state;
+	napi_handle_scope scope;
+	napi_value fn, recv, err;
+	bool pending = false;
+
+	free(handle);
+	if (st == NULL || st->closing || napi_open_handle_scope(st->env, &scope) != 0)
+		return;
+	if (napi_get_reference_value(st->env, phase.fn, &fn) == 0 && fn != NULL && napi_get_global(st->env, &recv) == 0
+	    && napi_make_callback(st->env, phase.context, recv, fn, 0, NULL, NULL) != 0
+	    && napi_is_exception_pending(st->env, &pending) == 0 && pending
+	    && napi_get_and_clear_last_exception(st->env, &err) == 0)
+		napi_fatal_exception(st->env, err);
+	napi_close_handle_scope(st->env, scope);
+}
+
+static napi_value on_close_phase(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value fn, name;
+	void *st = NULL;
+	napi_valuetype type;
+
+	if (napi_get_cb_info(env, info, &argc, &fn, NULL, &st) != 0 || argc < 1
+	    || napi_typeof(env, fn, &type) != 0 || type != NAPI_FUNCTION)
+		return type_error(env, "onClosePhase(fn)");
+	/* Once, on the main thread, with a libuv that has idle handles. */
+	if (st == NULL || phase.state != NULL || !uv_found() || uv.idle_init == NULL)
+		return int_value(env, 0);
+	if (napi_create_reference(env, fn, 1, &phase.fn) != 0)
+		return int_value(env, 0);
+	if (napi_create_string_utf8(env, "SPAWNPOOL_CLOSE", NAPI_AUTO_LENGTH, &name) != 0
+	    || napi_async_init(env, NULL, name, &phase.context) != 0) {
+		napi_delete_reference(env, phase.fn);
+		return int_value(env, 0);
+	}
+	phase.state = st;
+	return int_value(env, 1);
+}
+
+static napi_value close_soon(napi_env env, napi_callback_info info)
+{
+	void *handle;
+
+	(void)info;
+	if (phase.state == NULL || phase.state->closing || phase.state->env != env)
+		return int_value(env, -ENOSYS);
+	if ((handle = calloc(1, uv.handle_size(UV_IDLE_TYPE))) == NULL)
+		return int_value(env, -ENOMEM);
+	if (uv.idle_init(main_loop, handle) != 0) {
+		free(handle);
+		return int_value(env, -EINVAL);
+	}
+	uv.close(handle, on_phase);
+	return int_value(env, 0);
+}
+
 static void export_with(napi_env env, napi_value exports, const char *name, napi_callback cb, void *data)
 {
 	napi_value fn;
@@ -1457,5 +1544,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "uncaught", uncaught);
 	export(env, exports, "pidfd", pidfd);
 	export(env, exports, "read", read_fd);
+	export_with(env, exports, "onClosePhase", on_close_phase, st);
+	export(env, exports, "closeSoon", close_soon);
 	return exports;
 }

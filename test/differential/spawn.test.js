@@ -578,6 +578,31 @@ test("kill() of a spawn that will fail, before its 'error': false, and killed st
   }
 });
 
+test("'close' comes in the close phase, after a setImmediate queued in 'error' or 'exit' (it ran before it: an error deferred with setImmediate lost to 'close')", async () => {
+  const body = `
+    const say = (x) => process.stderr.write('RESULT ' + JSON.stringify(x) + '\\n');
+    const trace = (args) => new Promise((resolve) => {
+      const log = [];
+      const c = spawn(...args);
+      c.stdout.resume();
+      c.on('error', (e) => { log.push('error ' + e.code); setImmediate(() => log.push('immediate from error')); });
+      c.on('exit', (code) => { log.push('exit ' + code); setImmediate(() => log.push('immediate from exit')); });
+      c.on('close', () => { log.push('close'); setImmediate(() => resolve(log)); });
+    });
+    say(await trace(['spawnpool-no-such-command', []]));
+    // Under Node the exit and the pipe's EOF are usually read in one loop
+    // iteration (then this order); spawnpool's 'exit' holds the pipe's close.
+    for (let i = 0; i < 5; i++) say(await trace(['sh', ['-c', 'echo out; exit 3']]));
+  `;
+  const node = await runNode('node', body);
+  const pool = await runNode('spawnpool', body);
+  assert.deepEqual(node.results[0], ['error ENOENT', 'immediate from error', 'close'], node.stderr);
+  assert.deepEqual(pool.results, [
+    ['error ENOENT', 'immediate from error', 'close'],
+    ...Array(5).fill(['exit 3', 'immediate from exit', 'close']),
+  ], pool.stderr);
+});
+
 differential('stdin write after end(): ERR_STREAM_WRITE_AFTER_END', (spawn, x) => {
   const c = spawn('cat');
   c.stdin.end('a');
