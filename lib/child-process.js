@@ -104,12 +104,8 @@ export class ChildProcess extends EventEmitter {
 
   /**
    * Node's onexit with a negative code: the program could not be started.
-   * `afterSpawn`: a parked child that failed to exec after 'spawn'. Code
-   * written for Node counts on an 'exit' after a 'spawn' (execa waits for
-   * it, listening again once the 'error' has settled its promises): it
-   * comes in the next check phase, then 'close'. Its code and signal are
-   * null (no program ran, so none exited; execa then reports no exitCode,
-   * as for Node's failed spawn); child.exitCode is -errno, as Node's.
+   * `afterSpawn`: a parked child that failed to exec after 'spawn': its
+   * 'exit' and 'close' follow later (Session.exitAfterFailure).
    */
   _spawnFailed(errno, afterSpawn = false) {
     if (!afterSpawn) this._onSpawned(undefined);
@@ -118,12 +114,7 @@ export class ChildProcess extends EventEmitter {
     const err = errnoError(errno, `spawn ${this.spawnfile}`);
     err.path = this.spawnfile;
     err.spawnargs = this.spawnargs.slice(1);
-    if (afterSpawn) {
-      setImmediate(() => {
-        this.emit('exit', null, null);
-        this._afterExit();
-      });
-    }
+    if (afterSpawn) this[kSession].exitAfterFailure();
     this.emit('error', err);
     if (!afterSpawn) this._afterExit();
   }

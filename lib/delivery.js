@@ -103,28 +103,38 @@ function scheduleClosePhase() {
   if (!nativeClosePhase || addon.closeSoon() !== 0) setImmediate(runClosePhaseInCheck);
 }
 
+// Whether the (emulated or native) close phase runs: a close asked for
+// there is due in the next iteration's close phase, not overdue.
+let inClose = false;
+
 function runClosePhase() {
   closeScheduled = false;
   overdue = false;
   const batch = closing;
   closing = [];
-  // Later closes first, as libuv's closing_handles list.
-  for (let i = batch.length - 1; i >= 0; i--) {
-    try {
-      asCallback(batch[i]);
-    } catch (err) {
-      // A throwing 'close' listener must not cost the others their event.
-      closing = batch.slice(0, i).concat(closing);
-      if (!closeScheduled) scheduleClosePhase();
-      throw err;
+  const was = inClose;
+  inClose = true;
+  try {
+    // Later closes first, as libuv's closing_handles list.
+    for (let i = batch.length - 1; i >= 0; i--) {
+      try {
+        asCallback(batch[i]);
+      } catch (err) {
+        // A throwing 'close' listener must not cost the others their event.
+        closing = batch.slice(0, i).concat(closing);
+        if (!closeScheduled) scheduleClosePhase();
+        throw err;
+      }
     }
+  } finally {
+    inClose = was;
   }
 }
 
 /** Runs `fn` in the close phase (LIFO, after pending immediates). */
 export function closePhase(fn) {
   closing.push(fn);
-  if (inCheck && !nativeClosePhase) overdue = true;
+  if (inCheck && !inClose && !nativeClosePhase) overdue = true;
   if (!closeScheduled) scheduleClosePhase();
 }
 

@@ -423,6 +423,36 @@ export class Session {
   }
 
   /**
+   * After the 'error' of an exec that failed after 'spawn': 'exit' (code
+   * -errno as child.exitCode, signal null), then 'close'. Node never emits
+   * 'exit' for a failed spawn, but code written for Node waits for one
+   * after a 'spawn' (execa listens for it again once the 'error' has
+   * settled its promises: in the close phase it has), and a wrapper doing
+   * process.exit(code) in 'exit' must not exit 0. The child's 'close'
+   * comes in the next close phase, after the immediates an 'exit' listener
+   * queued, as Node's 'close' follows a poll-phase 'exit'. The async
+   * resource waits for both.
+   */
+  exitAfterFailure() {
+    const child = this.child;
+    const inScope = (fn) => () => this.resource.runInAsyncScope(fn);
+    this.unclosed++;
+    closePhase(inScope(() => {
+      try {
+        child.emit('exit', child.exitCode, child.signalCode);
+      } finally {
+        closePhase(inScope(() => {
+          try {
+            child._afterExit();
+          } finally {
+            this.streamClosed();
+          }
+        }));
+      }
+    }));
+  }
+
+  /**
    * The server died after answering the SPAWN. Nothing can reap or signal
    * the child any more: it is killed (by pid: see docs) and ends as a child
    * killed by SIGKILL, its output delivered up to the loss, then EOF. No

@@ -78,7 +78,8 @@ function superviseChild(child, options, killSignal) {
       }
     };
     // As Node's: a spawn that failed emits no 'exit', and its timer runs
-    // out, its kill() finding no process.
+    // out, its kill() finding no process (one whose exec failed after
+    // 'spawn' emits one: Session.exitAfterFailure).
     child.once('exit', clear);
   }
   const signal = options.signal;

@@ -1432,20 +1432,45 @@ static struct {
 	napi_async_context context;
 } phase;
 
+static void on_phase(void *handle);
+
+/* A handle closed for the close phase: 0 or -errno. */
+static int arm_phase(void)
+{
+	void *handle = calloc(1, uv.handle_size(UV_IDLE_TYPE));
+
+	if (handle == NULL)
+		return -ENOMEM;
+	if (uv.idle_init(main_loop, handle) != 0) {
+		free(handle);
+		return -EINVAL;
+	}
+	uv.close(handle, on_phase);
+	return 0;
+}
+
 static void on_phase(void *handle)
 {
 	struct env_state *st = phase.state;
 	napi_handle_scope scope;
-	napi_value fn, recv, err;
+	napi_value fn = NULL, recv, err;
 	bool pending = false;
 
 	free(handle);
-	if (st == NULL || st->closing || napi_open_handle_scope(st->env, &scope) != 0)
+	if (st == NULL || st->closing)
 		return;
-	if (napi_get_reference_value(st->env, phase.fn, &fn) == 0 && fn != NULL && napi_get_global(st->env, &recv) == 0
-	    && napi_make_callback(st->env, phase.context, recv, fn, 0, NULL, NULL) != 0
-	    && napi_is_exception_pending(st->env, &pending) == 0 && pending
-	    && napi_get_and_clear_last_exception(st->env, &err) == 0)
+	/* The library waits for this call (no other close phase is asked
+	 * for meanwhile): one that cannot be made now is tried again in the
+	 * next iteration's close phase. */
+	if (napi_open_handle_scope(st->env, &scope) != 0) {
+		arm_phase();
+		return;
+	}
+	if (napi_get_reference_value(st->env, phase.fn, &fn) != 0 || fn == NULL || napi_get_global(st->env, &recv) != 0)
+		arm_phase();
+	else if (napi_make_callback(st->env, phase.context, recv, fn, 0, NULL, NULL) != 0
+		 && napi_is_exception_pending(st->env, &pending) == 0 && pending
+		 && napi_get_and_clear_last_exception(st->env, &err) == 0)
 		napi_fatal_exception(st->env, err);
 	napi_close_handle_scope(st->env, scope);
 }
@@ -1476,19 +1501,10 @@ static napi_value on_close_phase(napi_env env, napi_callback_info info)
 
 static napi_value close_soon(napi_env env, napi_callback_info info)
 {
-	void *handle;
-
 	(void)info;
 	if (phase.state == NULL || phase.state->closing || phase.state->env != env)
 		return int_value(env, -ENOSYS);
-	if ((handle = calloc(1, uv.handle_size(UV_IDLE_TYPE))) == NULL)
-		return int_value(env, -ENOMEM);
-	if (uv.idle_init(main_loop, handle) != 0) {
-		free(handle);
-		return int_value(env, -EINVAL);
-	}
-	uv.close(handle, on_phase);
-	return int_value(env, 0);
+	return int_value(env, arm_phase());
 }
 
 static void export_with(napi_env env, napi_value exports, const char *name, napi_callback cb, void *data)

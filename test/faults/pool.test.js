@@ -499,7 +499,7 @@ test('a server killed while its parked children still hold its socket gets no mo
   assert.deepEqual(lost, []);
 });
 
-test("an exec that fails after 'spawn' (missing #! interpreter): 'error', then 'exit' (null, null) in a later phase, then 'close'; stdin ends quietly", { timeout: 20000 }, async () => {
+test("an exec that fails after 'spawn' (missing #! interpreter): 'error', then 'exit' (-errno, null) in the close phase, then 'close' after the immediates 'exit' queued; stdin ends quietly", { timeout: 20000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'spawnpool-noexec-'));
   const script = join(dir, 'crlf.sh');
   writeFileSync(script, '#!/bin/sh\r\necho never\r\n');
@@ -516,6 +516,8 @@ test("an exec that fails after 'spawn' (missing #! interpreter): 'error', then '
       Promise.resolve().then(() => child.once('exit', () => order.push('exit heard after the error settled'))).catch(() => {});
       process.nextTick(() => order.push('error: nextTick'));
     });
+    child.on('exit', () => setImmediate(() => order.push('immediate from exit')));
+    child.on('close', () => order.push('close'));
     child.stdin.on('error', (err) => order.push(`stdin error ${err.code}`));
     // Written from spawn() on, as tinyexec's .pipe() does, until the failure.
     const writer = setInterval(() => {
@@ -527,10 +529,11 @@ test("an exec that fails after 'spawn' (missing #! interpreter): 'error', then '
     assert.deepEqual(result.events.map((e) => e[0]), ['spawn', 'error', 'exit', 'close']);
     assert.equal(result.events[1][1].code, 'ENOENT');
     assert.equal(result.events[1][1].syscall, `spawn ${script}`);
-    assert.deepEqual(result.events[2], ['exit', null, null], 'no program ran: no code, no signal');
+    assert.deepEqual(result.events[2], ['exit', -2, null], "child.exitCode's -errno: a wrapper's process.exit(code) must not exit 0");
     assert.deepEqual(result.events[3], ['close', -2, null], "'close' as Node's failed spawn's");
     assert.equal(child.exitCode, -2);
-    assert.deepEqual(order.filter((e) => !e.startsWith('error: nextTick')), ['error', 'exit heard after the error settled']);
+    assert.deepEqual(order.filter((e) => !e.startsWith('error: nextTick')),
+      ['error', 'exit heard after the error settled', 'immediate from exit', 'close']);
     assert.ok(!order.some((e) => e.startsWith('stdin error')), `no 'error' on stdin: ${order}`);
     assert.ok(writes.every((w) => w === 'ok' || w === 'EPIPE' || w === 'ERR_STREAM_DESTROYED'), `write callbacks: ${writes}`);
   } finally {

@@ -251,7 +251,7 @@ test('attached with a parked pid: running at once, nothing sent (the server has 
   assert.deepEqual(events, [['exit', 0, null], ['close', 0, null]]);
 });
 
-test('a parked child that cannot exec: SPAWN_ERROR is its last frame, Node\'s error shape, then exit (null, null) and close', async () => {
+test('a parked child that cannot exec: SPAWN_ERROR is its last frame, Node\'s error shape, then exit (-errno) and close', async () => {
   const { child, session, events } = make();
   const link = fakeLink();
   session.attach(link, 4, 4243);
@@ -262,7 +262,7 @@ test('a parked child that cannot exec: SPAWN_ERROR is its last frame, Node\'s er
   await settle();
   assert.deepEqual(events.map((e) => e[0]), ['error', 'exit', 'close']);
   assert.equal(events[0][1], 'ENOENT');
-  assert.deepEqual(events.slice(1), [['exit', null, null], ['close', -ENOENT, null]]);
+  assert.deepEqual(events.slice(1), [['exit', -ENOENT, null], ['close', -ENOENT, null]]);
 });
 
 test('children spawned together, a listener throws on a frame held for the cohort: the rest go ahead of later frames, in order', async () => {
