@@ -5,7 +5,7 @@
 //
 // Each case also gets `served`: how many of its spawns the default pool
 // handled (0 in the plain run), and `fallbacks`: how many it handed to Node.
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stats } from 'spawnpool';
@@ -44,7 +44,9 @@ export function pidKind(pid) {
  * after 'spawn'.
  */
 export function scriptWithoutInterpreter() {
-  const path = join(mkdtempSync(join(tmpdir(), 'spawnpool-scenario-')), 'crlf.sh');
+  const dir = mkdtempSync(join(tmpdir(), 'spawnpool-scenario-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'crlf.sh');
   writeFileSync(path, '#!/bin/sh\r\necho never\r\n');
   chmodSync(path, 0o755);
   return path;
