@@ -3,12 +3,12 @@
 // environment that spares a JSON.stringify(process.env) per spawn. The
 // suite also runs with SPAWNPOOL_ADDON=0 (npm test's sanitized-server
 // pass): there the addon must stay unloaded and everything else hold.
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import {
   readFileSync, readSync, readlinkSync, existsSync, closeSync, mkdtempSync, writeFileSync, writeSync, statSync, fstatSync,
-  symlinkSync, mkdirSync, chmodSync,
+  symlinkSync, mkdirSync, chmodSync, rmSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -26,6 +26,14 @@ import { createPool, execFile } from '../../lib/index.js';
 const wanted = process.env.SPAWNPOOL_ADDON !== '0';
 const withAddon = { skip: !wanted && 'SPAWNPOOL_ADDON=0: this pass checks the fallback' };
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// Scratch directories, removed when the file's tests are done.
+const scratchDirs = [];
+const scratch = (prefix) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  scratchDirs.push(dir);
+  return dir;
+};
+after(() => { for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true }); });
 
 /** A startProcess()'s pid, once its posix_spawn (on the addon's thread) has returned. */
 async function launchedPid(started, ms = 5000) {
@@ -316,7 +324,7 @@ test('a launch that fails throws Node\'s spawn error', withAddon, async () => {
     code: 'ENOENT', errno: -2, syscall: 'spawn /nonexistent/spawnd', path: '/nonexistent/spawnd',
     message: 'spawn /nonexistent/spawnd ENOENT',
   });
-  const file = join(mkdtempSync(join(tmpdir(), 'spawnpool-launch-')), 'not-executable');
+  const file = join(scratch('spawnpool-launch-'), 'not-executable');
   writeFileSync(file, '#!/bin/sh\n', { mode: 0o644 });
   const child = nodeCp.spawn(file);
   const [nodeError] = await once(child, 'error');
@@ -325,7 +333,7 @@ test('a launch that fails throws Node\'s spawn error', withAddon, async () => {
 
 test('a start that fails after its checks is told by launchResult, and its sockets reach EOF', withAddon, async () => {
   // Executable, but no format the kernel runs: posix_spawn fails on the addon's thread.
-  const file = join(mkdtempSync(join(tmpdir(), 'spawnpool-launch-')), 'not-a-program');
+  const file = join(scratch('spawnpool-launch-'), 'not-a-program');
   writeFileSync(file, 'garbage\n', { mode: 0o755 });
   const started = startProcess(file, ['x'], []);
   let result = null;
@@ -349,7 +357,7 @@ test('a start that fails after its checks is told by launchResult, and its socke
 });
 
 test('statPath answers what fs.statSync says: mode, uid and gid, or its errno', withAddon, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'spawnpool-stat-'));
+  const dir = scratch('spawnpool-stat-');
   const file = join(dir, 'f');
   writeFileSync(file, 'x');
   chmodSync(file, 0o4751);
