@@ -385,7 +385,6 @@ export class Session {
     // closed: they read their EOF in a later poll phase and close in the
     // close phase, so that a 'close' listener added after an await (of the
     // 'error', say) still hears it. The EOF comes in the check phase here.
-    this.streams[0]?._failAtDestroy(EPIPE);
     if (this.streams[1] !== null || this.streams[2] !== null) {
       setImmediate(checkPhase(() => {
         this.streams[1]?._eof(0);
@@ -393,10 +392,7 @@ export class Session {
       }));
     }
     this.update();
-    this.child._spawnFailed(errno);
-    // Destroyed there as child.stdin, unless the user replaced that: its
-    // pending write still gets its EPIPE.
-    if (this.streams[0] !== null && !this.streams[0].destroyed) this.streams[0].destroy();
+    this.reportFailure(errno, false);
     // Found out before any server saw it (lib/precheck.js): nothing to release.
     if (this.link === null) this.destroyResource();
   }
@@ -410,16 +406,28 @@ export class Session {
    */
   execFailed(errno) {
     this.state = FAILED;
-    for (let fd = 0; fd < 3; fd++) {
+    for (let fd = 1; fd < 3; fd++) {
       if (!this.wire[fd]) continue;
       this.wire[fd] = false;
-      if (fd === 0) this.streams[0]._failAtDestroy(EPIPE);
-      else this.streams[fd]._eof(0);
+      this.streams[fd]._eof(0);
     }
+    this.wire[0] = false;
     this.update();
     this.releaseCloses();
-    this.child._spawnFailed(errno, true);
-    if (this.streams[0] !== null && !this.streams[0].destroyed) this.streams[0].destroy();
+    this.reportFailure(errno, true);
+  }
+
+  /**
+   * The child's 'error' for a spawn that failed (`afterSpawn`: its exec),
+   * stdin ending as Node's does then: destroyed without an error (by the
+   * child, as child.stdin, or here if the user replaced that), a pending
+   * write's callback hearing EPIPE.
+   */
+  reportFailure(errno, afterSpawn) {
+    const stdin = this.streams[0];
+    stdin?._failAtDestroy(EPIPE);
+    this.child._spawnFailed(errno, afterSpawn);
+    if (stdin !== null && !stdin.destroyed) stdin.destroy();
   }
 
   /**

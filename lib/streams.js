@@ -185,7 +185,7 @@ function currentTick() {
  * write request does. Every callback runs exactly once.
  *
  * Except in the tick of spawn() itself, with the child running (a parked
- * one): there, a write that fits in the window completes at once, as one
+ * one): there, a write that fits in STDIN_EARLY completes at once, as one
  * the kernel's buffer takes does under Node (its callback on the next
  * tick, the stream's length back to 0, so that `write(); end()` calls
  * _final at once). The server holds those bytes for the child; until it
@@ -297,7 +297,7 @@ export class ChildWritable extends Writable {
 
   /**
    * The bytes in flight will never be written: END fd 0, or the child is
-   * gone (`childGone`: exit, lost with its server, exec failure). A pending
+   * gone (`childGone`: exit, or lost with its server). A pending
    * write fails with `errno`. Early bytes the server could not write to a
    * live child met a stdin it had closed, or a child exited but not yet
    * reaped: under Node that write failed too, so the stream fails with
