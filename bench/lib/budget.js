@@ -15,7 +15,12 @@
 //   loadgen   the load generator: the harness's own reaped children over
 //             the run (it is the only child the harness reaps then)
 //
-// plus context switches of the group's processes. Times other than `main`
+// plus context switches of the group's processes, and from /proc/stat the
+// whole machine's idle time (idle + iowait of every CPU) and steal time (a
+// shared VM's CPU taken by the host) per request: a contender whose CPU per
+// request is lower but whose req/s is not higher left the machine idle (its
+// requests wait on one another somewhere), and a round with much steal ran
+// on a disturbed machine. Times other than `main`
 // are in clock ticks (USER_HZ, 10 ms): a run of a few thousand requests
 // resolves a few µs per request.
 import { readFileSync, readdirSync } from 'node:fs';
@@ -57,11 +62,14 @@ export function snapshot(leader) {
     procs[name] = { ...st, switches: switches(name) };
   }
   const sched = read(`/proc/${leader}/task/${leader}/schedstat`);
+  const cpu = read('/proc/stat')?.match(/^cpu +(.*)$/m)?.[1].split(/ +/).map(Number) ?? null;
   const self = read('/proc/self/stat');
   return {
     procs,
     mainNs: sched === null ? null : Number(sched.split(' ')[0]),
     harness: self === null ? null : parseStat(self),
+    // user nice system idle iowait irq softirq steal ... (clock ticks)
+    machine: cpu === null ? null : { idle: cpu[3] + cpu[4], steal: cpu[7] ?? 0 },
   };
 }
 
@@ -72,7 +80,7 @@ export function snapshot(leader) {
  */
 export function budget(before, after, leader, requests) {
   if (!requests || !after) return null;
-  const out = { main: null, threads: 0, helpers: 0, servers: 0, children: 0, loadgen: null, switches: 0 };
+  const out = { main: null, threads: 0, helpers: 0, servers: 0, children: 0, loadgen: null, switches: 0, idle: null, steal: null };
   for (const [pid, a] of Object.entries(after.procs)) {
     const b = before.procs[pid] ?? { utime: 0, stime: 0, cutime: 0, cstime: 0, switches: 0 };
     const own = (a.utime + a.stime - b.utime - b.stime) * TICK_US;
@@ -88,6 +96,10 @@ export function budget(before, after, leader, requests) {
   }
   if (before.harness && after.harness) {
     out.loadgen = (after.harness.cutime + after.harness.cstime - before.harness.cutime - before.harness.cstime) * TICK_US;
+  }
+  if (before.machine && after.machine) {
+    out.idle = (after.machine.idle - before.machine.idle) * TICK_US;
+    out.steal = (after.machine.steal - before.machine.steal) * TICK_US;
   }
   for (const k of Object.keys(out)) if (out[k] !== null) out[k] /= requests;
   out.total = ['main', 'threads', 'helpers', 'servers', 'children'].reduce((s, k) => s + (out[k] ?? 0), 0);

@@ -94,8 +94,8 @@ function httpTable(results, w) {
  */
 export function budgetTable(results, w) {
   const lines = [
-    row(['contender', 'main thread', 'other threads', 'helpers', 'spawn servers', 'children', 'server side total', 'load generator', 'ctx switches', 'main-thread ceiling']),
-    row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    row(['contender', 'main thread', 'other threads', 'helpers', 'spawn servers', 'children', 'server side total', 'load generator', 'machine idle', 'steal', 'ctx switches', 'main-thread ceiling']),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
   ];
   const us = (v) => (v == null ? '–' : fmtNum(v));
   let any = false;
@@ -107,7 +107,7 @@ export function budgetTable(results, w) {
     // One thread's ceiling where one thread does the serving: not for a
     // cluster (its workers are helpers) nor where other threads carry it.
     const ceiling = b.main && b.main >= b.helpers && b.main >= b.threads ? `${fmtNum(1e6 / b.main)} req/s` : '–';
-    lines.push(row([name, us(b.main), us(b.threads), us(b.helpers), us(b.servers), us(b.children), us(b.total), us(b.loadgen), fmtNum(b.switches, 1), ceiling]));
+    lines.push(row([name, us(b.main), us(b.threads), us(b.helpers), us(b.servers), us(b.children), us(b.total), us(b.loadgen), us(b.idle), us(b.steal), fmtNum(b.switches, 1), ceiling]));
   }
   return any ? lines : [];
 }
@@ -173,7 +173,7 @@ export function renderMarkdown(results) {
     if (notes.length) out.push('', ...notes.map((n) => `- ⚠ ${n}`));
     const budget = budgetTable(results, w.id);
     if (budget.length) {
-      out.push('', `CPU per request, µs (medians; from /proc over the timed run: the server process's main thread and other threads, its helper processes, spawn servers, the spawned programs, the load generator; context switches of the server's processes):`, '', ...budget);
+      out.push('', `CPU per request, µs (medians; from /proc over the timed run: the server process's main thread and other threads, its helper processes, spawn servers, the spawned programs, the load generator; the whole machine's idle and steal time, all CPUs; context switches of the server's processes):`, '', ...budget);
     }
   }
   const skipped = results.contenders.filter((c) => c.skip || c.unavailable);

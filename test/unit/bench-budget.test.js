@@ -19,6 +19,7 @@ test('budget: µs per request by class; the main thread from schedstat, the rest
     procs: { 10: proc('node', 100, 50, 0, 0, 5), 11: proc('spawnd', 10, 10, 200, 100, 1), 12: proc('node', 0, 0, 0, 0) },
     mainNs: 1_000_000_000,
     harness: proc('bench', 0, 0, 40, 10),
+    machine: { idle: 1000, steal: 7 },
   };
   const after = {
     procs: {
@@ -29,11 +30,27 @@ test('budget: µs per request by class; the main thread from schedstat, the rest
     },
     mainNs: 1_500_000_000, // +500,000 µs on the main thread
     harness: proc('bench', 0, 0, 90, 10),
+    machine: { idle: 1030, steal: 9 }, // +30 ticks idle, +2 stolen over all CPUs
   };
   const b = budget(before, after, 10, 1000);
   assert.deepEqual(b, {
-    main: 500, threads: 200, helpers: 100, servers: 250, children: 1600, loadgen: 500, switches: 0.034, total: 2650,
+    main: 500, threads: 200, helpers: 100, servers: 250, children: 1600, loadgen: 500, switches: 0.034, idle: 300, steal: 20, total: 2650,
   });
+  // Without /proc/stat (another OS): no machine columns, the rest unchanged.
+  const partial = budget({ ...before, machine: null }, after, 10, 1000);
+  assert.equal(partial.idle, null);
+  assert.equal(partial.steal, null);
+  assert.equal(partial.total, 2650);
+});
+
+test('snapshot: the machine counters grow as the machine idles', async () => {
+  const a = snapshot(process.pid);
+  await new Promise((r) => setTimeout(r, 300));
+  const b = snapshot(process.pid);
+  assert.ok(a.machine && b.machine, 'Linux has /proc/stat');
+  // 300 ms of mostly sleeping on at least one CPU: some idle ticks (10 ms each).
+  assert.ok(b.machine.idle > a.machine.idle, `${a.machine.idle} -> ${b.machine.idle}`);
+  assert.ok(b.machine.steal >= a.machine.steal);
 });
 
 test('budget of a real process group: a shell that runs /bin/true 200 times', async () => {
@@ -57,8 +74,8 @@ test('budgetTable: a row per contender with a budget, the ceiling from the main 
     http: {
       summary: {
         echo: [
-          { id: 'node', label: 'Node', summary: { budget: { main: 500, threads: 10, helpers: 0, servers: 0, children: 900, total: 1410, loadgen: 300, switches: 3 } } },
-          { id: 'spawnpool', label: 'spawnpool', summary: { budget: { main: 100, threads: 5, helpers: 0, servers: 40, children: 800, total: 945, loadgen: 300, switches: 6 } } },
+          { id: 'node', label: 'Node', summary: { budget: { main: 500, threads: 10, helpers: 0, servers: 0, children: 900, total: 1410, loadgen: 300, idle: 120, steal: 0, switches: 3 } } },
+          { id: 'spawnpool', label: 'spawnpool', summary: { budget: { main: 100, threads: 5, helpers: 0, servers: 40, children: 800, total: 945, loadgen: 300, idle: null, steal: null, switches: 6 } } },
           { id: 'go', label: 'Go', unavailable: 'not built', summary: null },
         ],
       },
@@ -66,8 +83,8 @@ test('budgetTable: a row per contender with a budget, the ceiling from the main 
   };
   const lines = budgetTable(results, 'echo');
   assert.equal(lines.length, 4);
-  assert.match(lines[2], /^\| Node \| 500 \| 10 \| 0 \| 0 \| 900 \| 1,410 \| 300 \| 3\.0 \| 2,000 req\/s \|$/);
-  assert.match(lines[3], /\*\*spawnpool\*\* \| 100 .* 10,000 req\/s \|$/);
+  assert.match(lines[2], /^\| Node \| 500 \| 10 \| 0 \| 0 \| 900 \| 1,410 \| 300 \| 120 \| 0 \| 3\.0 \| 2,000 req\/s \|$/);
+  assert.match(lines[3], /\*\*spawnpool\*\* \| 100 \| 5 \| 0 \| 40 \| 800 \| 945 \| 300 \| – \| – \| 6\.0 \| 10,000 req\/s \|$/);
   results.http.summary.echo[0].summary.budget.helpers = 900;   // a cluster: the workers serve
   assert.match(budgetTable(results, 'echo')[2], / \| – \|$/);
 });
