@@ -91,16 +91,40 @@ export function receiveHandover(fd) {
  * `onRead` as a view of `buffer`, which the next read overwrites. Frames
  * are written to `fd` directly (lib/server.js), never through this.
  */
+// What a watch's callback hears when waitWritable's wait is over
+// (native/addon/launch.c): no read's count, EOF or -errno is this.
+const WATCH_WRITABLE = -0x80000000;
+
 class WatchedSocket extends EventEmitter {
   constructor(fd, buffer, onRead) {
     super();
     this.fd = fd;
     this.destroyed = false;
+    this.onWritable = null;
     this.watch = addon.watch(fd, buffer, (n) => {
       if (this.destroyed) return;
-      if (n > 0) onRead(buffer.subarray(0, n));
-      else this.destroy(n < 0 ? errnoError(-n, 'read') : undefined);
+      if (n === WATCH_WRITABLE) {
+        const fn = this.onWritable;
+        this.onWritable = null;
+        fn?.();
+      } else if (n > 0) {
+        onRead(buffer.subarray(0, n));
+      } else {
+        this.destroy(n < 0 ? errnoError(-n, 'read') : undefined);
+      }
     });
+  }
+
+  /**
+   * `fn` runs once, as a callback of its own, when the socket can take
+   * more bytes (lib/server.js: the server was behind on reading its
+   * frames). False, and `fn` never runs, where the addon cannot wait
+   * (one built before waitWritable).
+   */
+  waitWritable(fn) {
+    if (this.destroyed || typeof addon.waitWritable !== 'function' || !addon.waitWritable(this.watch)) return false;
+    this.onWritable = fn;
+    return true;
   }
 
   /**

@@ -398,10 +398,16 @@ export class Server {
     if (written < 0) return;
     if (written === data.length) return;
     this.queue.unshift(data.subarray(written));
-    this.retryTimer = setTimeout(() => {
+    // Behind on reading our frames (a child's stdin in bulk, say): wait
+    // until the socket takes more, or where that cannot be waited for,
+    // try again shortly.
+    const retry = () => {
+      if (this.retryTimer !== token) return;   // flushWithin wrote it meanwhile
       this.retryTimer = null;
       this.flush();
-    }, RETRY_WRITE_MS);
+    };
+    const token = this.socket.waitWritable?.(retry) ? retry : setTimeout(retry, RETRY_WRITE_MS);
+    this.retryTimer = token;
   }
 
   /**

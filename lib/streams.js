@@ -1,8 +1,9 @@
 // The child's stdio as seen from Node: streams backed by a session's frames
 // instead of pipe handles. Flow control follows docs/protocol.md: readables
 // return credit only as their consumer takes data; stdin keeps at most
-// STDIN_WINDOW bytes unacknowledged, and a write made in spawn()'s tick that
-// fits in STDIN_EARLY completes at once, as one the kernel's pipe buffer takes.
+// STDIN_WINDOW bytes unacknowledged, and a write that keeps the bytes in
+// flight within stdinAtOnce() completes at once, as one the kernel's socket
+// buffer takes.
 //
 // Like net.Socket over a pipe handle, 'close' is not emitted by the stream
 // machinery (emitClose: false) but when the "handle" closes: in the close
@@ -10,7 +11,7 @@
 import { AsyncResource } from 'node:async_hooks';
 import { Readable, Writable } from 'node:stream';
 import { Socket } from 'node:net';
-import { STDIN_EARLY, STDIN_WINDOW } from './protocol.js';
+import { stdinAtOnce, STDIN_WINDOW } from './protocol.js';
 import { errnoError } from './errors.js';
 import { closePhase } from './delivery.js';
 import { readPipe } from './launch.js';
@@ -162,42 +163,31 @@ export class ChildReadable extends Readable {
   }
 }
 
-// Ticks counted while spawns happen: a stdin made in this tick is fresh.
-let tick = 0;
-let counting = false;
-const countTick = () => {
-  tick++;
-  counting = false;
-};
-function currentTick() {
-  if (!counting) {
-    counting = true;
-    process.nextTick(countTick);
-  }
-  return tick;
-}
-
 /**
- * stdin of a served child. As with Node's pipe, a write's callback reports
- * the outcome of writing into the child's pipe: it runs when the server
- * acknowledges the last bytes (WROTE), with EPIPE when they can never reach
- * the child, or (destroyed meanwhile) without an error, as Node's cancelled
- * write request does. Every callback runs exactly once.
+ * stdin of a served child. As with Node's pipe, a write completes at once
+ * when the kernel's socket buffer takes it (its callback on the next tick,
+ * the stream's length back to 0, write() true below the highWaterMark,
+ * so that `write(); end()` calls _final at once), else when its last byte
+ * reaches the child's pipe.
  *
- * Except in the tick of spawn() itself, with the child running (a parked
- * one): there, a write that fits in STDIN_EARLY completes at once, as one
- * the kernel's buffer takes does under Node (its callback on the next
- * tick, the stream's length back to 0, so that `write(); end()` calls
- * _final at once). The server holds those bytes for the child; until it
- * acknowledges them the loop stays alive and end() does not finish.
- * Should they meet a stdin the child closed already (a fast child: Node's
- * write fails then too), the stream fails with the error (_failed).
+ * Here, with the child running: a write that keeps the bytes in flight
+ * (sent, not yet acknowledged by WROTE) within stdinAtOnce() (what one
+ * Node write completes at once) completes at once, and the server holds
+ * those bytes for the child; until it acknowledges them the loop stays
+ * alive and end() does not finish. Should they meet a stdin the child
+ * has closed meanwhile (Node's write would have failed), the stream fails
+ * with the error (_failed); a stdin the child closed before the write is
+ * known here already (END fd 0: the server watches for the hang-up), and
+ * the write fails at once with EPIPE, as Node's does. A larger write (or
+ * one while the child is spawning) completes when the server acknowledges
+ * its last byte (WROTE), with EPIPE when the bytes can never reach the
+ * child, or (destroyed meanwhile) without an error, as Node's cancelled
+ * write request does. Every callback runs exactly once.
  */
 export class ChildWritable extends Writable {
   constructor(session) {
     super({ emitClose: false });
     this._session = session;
-    this._tick = currentTick();
     this._inflight = 0;      // bytes sent, not acknowledged
     this._earlyBytes = 0;    // of those, bytes of writes that completed at once
     this._pending = null;    // the write that completes at its acknowledgement
@@ -222,7 +212,7 @@ export class ChildWritable extends Writable {
       callback(errnoError(EPIPE, 'write'));
       return;
     }
-    if (this._tick === tick && this._session.running && this._inflight + data.length <= STDIN_EARLY) {
+    if (this._session.running && this._inflight + data.length <= stdinAtOnce()) {
       this._session.stdin(data);
       this._inflight += data.length;
       if (this._earlyBytes === 0) this._session.holdWrite(true);

@@ -112,7 +112,7 @@ static void child_init_from(struct child *c, const struct sp_msg *m,
 	c->pid = o->pid;
 	c->pidfd = o->pidfd;
 	c->in_fd = o->fds[0];
-	c->in_watched = c->in_end = c->in_shut = 0;
+	c->in_watched = c->in_wants_out = c->in_end = c->in_shut = 0;
 	c->exited = 0;
 	stream_start(&c->out[0], c, 1, o->fds[1], m->window, m->flags & SP_F_HANDOVER);
 	stream_start(&c->out[1], c, 2, o->fds[2], m->window, m->flags & SP_F_HANDOVER);
@@ -173,6 +173,7 @@ static void child_spawn(const struct sp_msg *m)
 		return;
 	}
 	child_init_from(c, m, &o);
+	stdin_watch(c);
 	idmap_put(c->id, c);
 	if (m->pid) {
 		park_go(o.park);        /* its pipes are watched: it may run */
@@ -180,6 +181,20 @@ static void child_spawn(const struct sp_msg *m)
 	}
 	ok.pid = (uint32_t)o.pid;
 	conn_send(&ok);
+	stdin_check_hangup(c);  /* exec'd, our copies closed: see below */
+}
+
+/* A child that closed its stdin and then wrote to stdout: the client must
+ * hear of the stdin first, as Node's write into it fails by then. The
+ * hang-up comes when our copy of its end closes, which may be after that
+ * output is ready: it is asked for right then, before the output is
+ * read. */
+void child_stdin_settled(uint32_t id)
+{
+	struct child *c = idmap_get(id);
+
+	if (c)
+		stdin_check_hangup(c);
 }
 
 static void child_kill(struct child *c, uint32_t sig)
@@ -353,7 +368,7 @@ void child_on_event(void *ptr, uint32_t events)
 
 	switch (w->kind) {
 	case W_PIDFD: child_reap(OWNER(w, pw)); break;
-	case W_STDIN: stdin_on_event(OWNER(w, iw)); break;
+	case W_STDIN: stdin_on_event(OWNER(w, iw), events); break;
 	case W_OUT: stream_on_event((struct stream *)(void *)w, events); break;
 	case W_PARK: case W_PARK_WAKE: park_on_event(w); break;
 	default: break;

@@ -48,7 +48,8 @@ struct child {
 	uint8_t exited;         /* EXIT sent; a zombie until the client's REAP */
 	int in_fd;              /* server's end of stdin; -1: none or closed */
 	volatile int exec_err;  /* a parked child's failed step (errno), else 0 */
-	uint8_t in_watched;     /* in_fd is registered for LOOP_WRITABLE */
+	uint8_t in_watched;     /* in_fd is registered (its hang-up, at least) */
+	uint8_t in_wants_out;   /* and for LOOP_WRITABLE: bytes are queued */
 	uint8_t in_end;         /* STDIN_END seen: shut down once the queue drains */
 	uint8_t in_shut;        /* shut down for writing; in_fd kept until reap */
 	uint8_t *q;             /* stdin bytes the pipe did not take yet */
@@ -65,6 +66,10 @@ void child_dispatch(const struct sp_msg *m);
 
 /* Handles a loop event whose pointer child.c or stdio.c registered. */
 void child_on_event(void *ptr, uint32_t events);
+
+/* Our copies of child `id`'s stdio ends are closed (park.c: it has its
+ * own now): a stdin it closed already hangs up only from now on. */
+void child_stdin_settled(uint32_t id);
 
 /* Forgets c once it is reaped and its stdout/stderr have ended. */
 void child_maybe_forget(struct child *c);

@@ -78,6 +78,7 @@ struct slot {
 	int pidfd;                      /* -1 once handed to child.c or reaped */
 	int efd;
 	int child_end[3];               /* closed once the child unshared */
+	uint32_t id;                    /* the claiming SPAWN's */
 	char *stack_top;
 	struct plan plan;
 	struct plan_mem mem;
@@ -417,6 +418,7 @@ int park_claim(const struct sp_msg *m, volatile int *err_out,
 	}
 	s->err_out = err_out;
 	*err_out = 0;
+	s->id = m->id;
 	o->pid = s->pid;
 	o->pidfd = s->pidfd;
 	o->park = s;
@@ -467,6 +469,7 @@ static void scan(void)
 		    (left || __atomic_load_n(&s->unshared, __ATOMIC_ACQUIRE))) {
 			close_fds3(s->child_end);
 			s->state = LEAVING;
+			child_stdin_settled(s->id);
 		}
 		if (s->state == LEAVING && left) {
 			plan_release(&s->plan);

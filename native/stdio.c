@@ -8,6 +8,7 @@
 #include "stdio.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -638,13 +639,28 @@ void stdin_write(struct child *c, const uint8_t *p, size_t n)
 	if ((size_t)w == n)
 		return;
 	enqueue(c, p + w, n - (size_t)w);
-	if (c->in_watched)
+	if (c->in_wants_out)
 		return;
-	/* Registered lazily: most children never fill their stdin pipe. */
-	r = loop_add(c->in_fd, LOOP_WRITABLE | LOOP_EDGE, &c->iw);
+	/* Writability asked for lazily: most children never fill their
+	 * stdin pipe. */
+	r = c->in_watched ? loop_mod(c->in_fd, LOOP_WRITABLE | LOOP_EDGE, &c->iw)
+			  : loop_add(c->in_fd, LOOP_WRITABLE | LOOP_EDGE, &c->iw);
 	if (r < 0)
 		stdin_failed(c, -r);
 	else
+		c->in_watched = c->in_wants_out = 1;
+}
+
+/* A piped stdin is watched for its hang-up from the start: a child that
+ * closes its stdin (or exits) with nothing of ours queued is told to the
+ * client at once (END fd 0, EPIPE), so that a write after it fails at
+ * once, as Node's write(2) into that pipe does, rather than completing
+ * and failing the stream later. Edge-triggered, no readiness asked: the
+ * registration itself reports nothing. Without it (the add failed), a
+ * write finds the hang-up instead, as before. */
+void stdin_watch(struct child *c)
+{
+	if (c->in_fd >= 0 && loop_add(c->in_fd, LOOP_EDGE, &c->iw) == 0)
 		c->in_watched = 1;
 }
 
@@ -687,7 +703,7 @@ void stdin_close(struct child *c)
 	if (c->in_fd >= 0)
 		close(c->in_fd);
 	c->in_fd = -1;
-	c->in_watched = 0;
+	c->in_watched = c->in_wants_out = 0;
 	c->in_end = 0;
 	c->in_shut = 0;
 	free(c->q);
@@ -695,12 +711,42 @@ void stdin_close(struct child *c)
 	c->qhead = c->qlen = c->qcap = 0;
 }
 
-void stdin_on_event(struct child *c)
+/* Whether the child's stdin has hung up already (stdin_watch's event may
+ * still be on its way), for child_stdin_settled: as that event would. */
+void stdin_check_hangup(struct child *c)
+{
+	struct pollfd p = { .fd = c->in_fd, .events = 0 };
+	int r;
+
+	if (c->in_fd < 0 || c->in_shut || c->qhead != c->qlen)
+		return;
+	do
+		r = poll(&p, 1, 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		DBG("poll(stdin of %u): %s", c->id, strerror(errno));  /* the watch tells */
+	else if (r > 0 && (p.revents & (POLLHUP | POLLERR)))
+		stdin_failed(c, EPIPE);
+}
+
+void stdin_on_event(struct child *c, uint32_t events)
 {
 	ssize_t w;
 
-	if (c->in_fd < 0 || c->in_shut || c->qhead == c->qlen)
+	if (c->in_fd < 0 || c->in_shut)
 		return;
+	if (c->qhead == c->qlen) {
+		/* Nothing queued: a hang-up (or an error, which only the
+		 * peer's close leaves on this socket) is the child's end
+		 * closed by every process that had it (our copy goes once
+		 * the child has its own: none hangs up before). Asked of the
+		 * fd itself: the event may be a closed fd's, whose struct
+		 * now serves another child (a child between its unshare and
+		 * its exec holds our fds, their registrations with them). */
+		if (events & LOOP_HANGUP)
+			stdin_check_hangup(c);
+		return;
+	}
 	w = write_some(c, c->q + c->qhead, c->qlen - c->qhead);
 	if (w < 0)
 		return;

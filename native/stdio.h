@@ -43,6 +43,8 @@ void stdin_reaped(struct child *c);
 /* Answers a STDIN frame that cannot be delivered: END fd 0 EPIPE. */
 void stdin_refuse(uint32_t id);
 void stdin_close(struct child *c);
-void stdin_on_event(struct child *c);
+void stdin_watch(struct child *c);
+void stdin_check_hangup(struct child *c);
+void stdin_on_event(struct child *c, uint32_t events);
 
 #endif

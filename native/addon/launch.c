@@ -116,6 +116,7 @@ napi_status napi_create_array_with_length(napi_env, size_t, napi_value *);
 napi_status napi_set_element(napi_env, napi_value, uint32_t, napi_value);
 napi_status napi_throw_type_error(napi_env, const char *, const char *);
 napi_status napi_get_value_bool(napi_env, napi_value, bool *);
+napi_status napi_get_boolean(napi_env, bool, napi_value *);
 napi_status napi_create_string_utf8(napi_env, const char *, size_t, napi_value *);
 typedef int napi_valuetype;
 #define NAPI_FUNCTION 7
@@ -833,6 +834,7 @@ static napi_value stat_path(napi_env env, napi_callback_info info)
 #define UV_POLL_TYPE 8                  /* uv_handle_type's UV_POLL */
 #define UV_IDLE_TYPE 6                  /* and UV_IDLE */
 #define UV_READABLE_EVENT 1
+#define UV_WRITABLE_EVENT 2
 #define UV_DISCONNECT_EVENT 4
 #define WATCH_EVENTS (UV_READABLE_EVENT | UV_DISCONNECT_EVENT)
 
@@ -907,6 +909,7 @@ struct watch {
 	bool pipe;                      /* watchPipe's: each read delivered as a Buffer of its own */
 	bool paused;                    /* pauseWatch: no reads until resumed */
 	bool ended;                     /* EOF or an error delivered: the poll is stopped for good */
+	bool want_write;                /* waitWritable: one WATCH_WRITABLE call when fd can take more */
 	int refs;                       /* the handle's (until its close callback) and the external's */
 	_Alignas(max_align_t) unsigned char handle[];
 };
@@ -962,10 +965,21 @@ static void watch_deliver(struct watch *w, int32_t n)
 	napi_close_handle_scope(w->env, scope);
 }
 
+/* What the callback hears when a watch that waits (waitWritable) can be
+ * written to again: no read's count (> 0), EOF (0) or -errno is this. */
+#define WATCH_WRITABLE INT32_MIN
+
+static int watch_events(const struct watch *w)
+{
+	return WATCH_EVENTS | (w->want_write ? UV_WRITABLE_EVENT : 0);
+}
+
 /* libuv reports an EPOLLERR as status UV_EBADF, and stops the handle
  * then: the reads say what the error is (ECONNRESET, say), after the
  * bytes still queued, as a net.Socket's would. Otherwise one read per
- * wake-up: the poll is level-triggered. */
+ * wake-up: the poll is level-triggered. A wake-up for writing (asked
+ * once by waitWritable) is told first, and the poll goes back to reading
+ * only; a wake-up for writing alone reads nothing. */
 static void on_readable(void *handle, int status, int events)
 {
 	struct watch *w = WATCH_OF(handle);
@@ -973,10 +987,19 @@ static void on_readable(void *handle, int status, int events)
 	ssize_t n;
 	int err;
 
-	(void)events;
 	if (w->state->closing) {
 		uv.poll_stop(w->handle);
 		return;
+	}
+	if (!stopped && w->want_write && (events & UV_WRITABLE_EVENT)) {
+		w->want_write = false;
+		if ((err = uv.poll_start(w->handle, watch_events(w), on_readable)) < 0) {
+			watch_deliver(w, err);
+			return;
+		}
+		watch_deliver(w, WATCH_WRITABLE);
+		if (!(events & (UV_READABLE_EVENT | UV_DISCONNECT_EVENT)))
+			return;
 	}
 	while (!w->closed) {
 		do
@@ -990,7 +1013,7 @@ static void on_readable(void *handle, int status, int events)
 			return;
 		}
 		if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK)) {
-			if (stopped && (err = uv.poll_start(w->handle, WATCH_EVENTS, on_readable)) < 0)
+			if (stopped && (err = uv.poll_start(w->handle, watch_events(w), on_readable)) < 0)
 				watch_deliver(w, err);
 			return;
 		}
@@ -1263,6 +1286,34 @@ static napi_value pause_watch(napi_env env, napi_callback_info info)
 	else
 		pipe_poll(w);
 	return NULL;
+}
+
+/* waitWritable(watch): the callback hears WATCH_WRITABLE once, when the
+ * fd can take more (at once if it can now). A watch of watch()'s only
+ * (not a pipe's); true if the wait is on. */
+static napi_value wait_writable(napi_env env, napi_callback_info info)
+{
+	size_t argc = 1;
+	napi_value arg, out = NULL;
+	struct watch *w;
+	bool on = false;
+
+	if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != 0 || argc < 1)
+		return type_error(env, "waitWritable(watch)");
+	if ((w = watch_arg(env, arg)) == NULL)
+		return NULL;
+	if (w->pipe)
+		return type_error(env, "waitWritable: a watchPipe watch");
+	if (!w->closed && !w->ended && !w->state->closing) {
+		if (!w->want_write) {
+			w->want_write = true;
+			if (uv.poll_start(w->handle, watch_events(w), on_readable) < 0)
+				w->want_write = false;
+		}
+		on = w->want_write;
+	}
+	napi_get_boolean(env, on, &out);
+	return out;
 }
 
 static napi_value unwatch(napi_env env, napi_callback_info info)
@@ -1555,6 +1606,7 @@ napi_value napi_register_module_v1(napi_env env, napi_value exports)
 	export(env, exports, "refWatch", ref_watch);
 	export_with(env, exports, "watchPipe", watch_pipe, st);
 	export(env, exports, "pauseWatch", pause_watch);
+	export(env, exports, "waitWritable", wait_writable);
 	export(env, exports, "shutdown", shutdown_fd);
 	export(env, exports, "write", write_fd);
 	export(env, exports, "uncaught", uncaught);

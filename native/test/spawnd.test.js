@@ -331,17 +331,42 @@ test('stdin closed by the child: END fd 0 EPIPE', async () => {
   assert.equal(end0?.errno, EPIPE);
 });
 
-test('stdin closed by the child with bytes unread: END fd 0 EPIPE, not ECONNRESET', async () => {
+test('stdin closed by the child with bytes unread: END fd 0 EPIPE, not ECONNRESET, unasked at the hang-up; a STDIN after it is refused the same way', async () => {
   const id = shared.spawn(['sh', '-c', 'sleep 0.2; exec 0<&-; sleep 0.3']);
   shared.send(P.encodeStdin(id, Buffer.from('never read')));
   assert.equal((await shared.frame((m) => m.id === id && m.type === P.T.WROTE)).bytes, 10);
-  await sleep(400);
+  // The child's close hangs up our end: the server says so without being
+  // written to. (The close sets ECONNRESET on our socket, but the peer's
+  // shutdown comes first: EPIPE, as Node's write sees.)
+  const unasked = await shared.frame((m) => m.id === id && m.type === P.T.END && m.fd === 0);
+  assert.equal(unasked.errno, EPIPE);
   shared.send(P.encodeStdin(id, Buffer.from('reset')));
   const r = await shared.collect(id);
   const end0 = r.frames.filter((f) => f.type === P.T.END && f.fd === 0);
-  // The child's close sets ECONNRESET on our socket, but a non-blocking
-  // AF_UNIX write checks the peer's shutdown first: EPIPE, as Node sees.
   assert.deepEqual(end0.map((f) => f.errno), [EPIPE]);
+  assert.ok(!r.frames.some((f) => f.type === P.T.WROTE), 'nothing of the second STDIN written');
+});
+
+test('a child that closes its stdin and then writes: END fd 0 comes unasked, before that output (spawned, and parked)', async () => {
+  const script = 'exec 0<&-; echo closed; sleep 0.1';
+  const order = (r) => r.frames.filter((f) => (f.type === P.T.END && f.fd === 0) || (f.type === P.T.DATA && f.fd === 1))
+    .map((f) => (f.type === P.T.END ? `END 0 ${f.errno}` : 'DATA 1'));
+  for (let i = 0; i < 5; i++) {
+    const r = await shared.run(['sh', '-c', script]);
+    assert.deepEqual(order(r), [`END 0 ${EPIPE}`, 'DATA 1']);
+    assert.equal(r.out.toString(), 'closed\n');
+  }
+  const c = new Conn({ parked: 2 });
+  for (let i = 0; i < 5; i++) {
+    const r = await c.collect(c.spawnParked(await c.parkedPid(), ['sh', '-c', script]));
+    assert.deepEqual(order(r), [`END 0 ${EPIPE}`, 'DATA 1']);
+  }
+  // A child that keeps its stdin open: nothing of it until its exit.
+  const r = await c.collect(c.spawnParked(await c.parkedPid(), ['sh', '-c', 'echo hi; sleep 0.2']));
+  const types = r.frames.map((f) => `${f.type === P.T.END ? 'END' : f.type === P.T.DATA ? 'DATA' : f.type === P.T.EXIT ? 'EXIT' : f.type} ${f.fd ?? ''}`.trim());
+  assert.ok(types.indexOf('DATA 1') < types.indexOf('END 0'), types.join(', '));
+  c.close();
+  await c.exit;
 });
 
 test('STDIN that cannot be delivered is answered END fd 0 EPIPE', async () => {

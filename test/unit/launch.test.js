@@ -19,7 +19,7 @@ import { promisify } from 'node:util';
 import { channel } from 'node:diagnostics_channel';
 import {
   addon, addonPath, envSnapshot, envSnapshotBlock, loadError, startProcess, launchResult, reapProcess, statPath, watchSocket,
-  readPipe,
+  readPipe, writeFd,
 } from '../../lib/launch.js';
 import { createPool, execFile } from '../../lib/index.js';
 
@@ -167,6 +167,32 @@ test('a watch reads the socket as the loop finds it readable, and closes at EOF'
   assert.equal(w.socket.destroyed, true);
   assert.equal(stillOpen(w.fd, w.ino), false, 'its fd is closed');
   assert.deepEqual(await reaped(await launchedPid(w)), { code: 0, signal: null });
+});
+
+test('waitWritable: a full socket calls back once, when its reader has taken bytes, as a callback of its own; not before', withAddon, async () => {
+  // The shell reads nothing for 300 ms, then all of it.
+  const w = watched('sleep 0.3; cat <&3 >/dev/null');
+  const chunk = Buffer.alloc(65536);
+  let queued = 0;
+  for (let n; (n = writeFd(w.fd, chunk)) > 0;) queued += n;
+  assert.ok(queued > 0, 'the socket took some before it was full');
+  const start = performance.now();
+  const order = [];
+  const writable = new Promise((resolve) => {
+    assert.equal(w.socket.waitWritable(() => {
+      process.nextTick(() => order.push('tick'));
+      order.push('writable');
+      resolve(performance.now() - start);
+    }), true);
+  });
+  setImmediate(() => order.push('immediate'));
+  const ms = await writable;
+  assert.ok(ms >= 200, `called back after ${ms.toFixed(0)} ms: not before the reader read`);
+  assert.ok(writeFd(w.fd, chunk) > 0, 'and the socket takes bytes again');
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(order, ['immediate', 'writable', 'tick']);
+  w.socket.destroy();
+  await w.done;
 });
 
 test('each read is a callback of its own: ticks and promise reactions run before any other callback', withAddon, async () => {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { constants } from 'node:os';
 import { Session, stillOurs } from '../../lib/session.js';
 import { ChildProcess } from '../../lib/child-process.js';
-import { T, STDIO_PIPE, STDIO_IGNORE, decodeFrame, encodeSpawn } from '../../lib/protocol.js';
+import { T, STDIO_PIPE, STDIO_IGNORE, stdinAtOnce, decodeFrame, encodeSpawn } from '../../lib/protocol.js';
 
 const { EPIPE, ENOENT } = constants.errno;
 
@@ -50,7 +50,7 @@ function writer() {
   session.onMessage({ type: T.SPAWNED, pid: 1 });
   const results = [];
   const write = (data) => child.stdin.write(data, (e) => results.push(e?.code ?? 'ok'));
-  return { session, results, write };
+  return { child, session, results, write };
 }
 
 test('the constructor sends nothing; a pid-less attach() sends the SPAWN and holds the loop until the outcome', () => {
@@ -102,7 +102,7 @@ test('a user who replaces child.stdout does not change where output goes', async
 test('the exit fails a stdin write still in flight with EPIPE, once; one that completed at once stays done', async () => {
   const { session, results, write } = writer();
   write('abc');
-  write(Buffer.alloc(70_000));
+  write(Buffer.alloc(stdinAtOnce())); // more than fits beside 'abc': at its WROTE
   await settle();
   session.onMessage({ type: T.EXIT, code: 0, signal: 0 });
   session.onMessage({ type: T.END, fd: 0, errno: EPIPE }); // the server's late answer: ignored
@@ -110,30 +110,40 @@ test('the exit fails a stdin write still in flight with EPIPE, once; one that co
   assert.deepEqual(results, ['ok', 'EPIPE']);
 });
 
-test("in spawn()'s tick a write within the window completes at once; later ones at the WROTE of their last byte; END fd 0 fails the next one", async () => {
-  const { session, results, write } = writer();
+test('a write completes at once while the bytes in flight stay within stdinAtOnce(), in any tick; a larger one at the WROTE of its last byte; END fd 0 fails the next one at once', async () => {
+  const { child, session, results, write } = writer();
   write('abc');
   await settle();
   assert.deepEqual(results, ['ok']);
   write('def');
   await settle();
-  assert.deepEqual(results, ['ok'], 'a later tick: not before the WROTE');
+  assert.deepEqual(results, ['ok', 'ok'], 'a later tick: at once too, as the kernel takes it under Node');
+  assert.equal(child.stdin.writableLength, 0);
   session.onMessage({ type: T.WROTE, bytes: 3 + 3 });
-  await settle();
-  assert.deepEqual(results, ['ok', 'ok']);
-  write(Buffer.alloc(70_000));
-  await settle();
-  session.onMessage({ type: T.WROTE, bytes: 65_536 });
-  await settle();
-  assert.deepEqual(results, ['ok', 'ok'], 'not before its last byte');
-  session.onMessage({ type: T.WROTE, bytes: 70_000 - 65_536 });
+  // Two writes of 16 KiB less than the budget each: the first at once, the
+  // second would overrun it, so it waits for its bytes, as a Node write the
+  // socket buffer cannot take waits for the child to read.
+  const big = stdinAtOnce() - 16_384;
+  assert.equal(write(Buffer.alloc(big)), true, 'done at once: true, whatever its size (Node: 212,992 bytes and less)');
+  assert.equal(child.stdin.writableLength, 0);
+  write(Buffer.alloc(big));
   await settle();
   assert.deepEqual(results, ['ok', 'ok', 'ok']);
-  write('ghi');
+  assert.equal(child.stdin.writableLength, big);
+  session.onMessage({ type: T.WROTE, bytes: big + 65_536 });
   await settle();
-  session.onMessage({ type: T.END, fd: 0, errno: EPIPE });
+  assert.deepEqual(results, ['ok', 'ok', 'ok'], 'not before its last byte');
+  session.onMessage({ type: T.WROTE, bytes: big - 65_536 });
   await settle();
-  assert.deepEqual(results, ['ok', 'ok', 'ok', 'EPIPE']);
+  assert.deepEqual(results, ['ok', 'ok', 'ok', 'ok']);
+  session.onMessage({ type: T.END, fd: 0, errno: EPIPE }); // the child closed its stdin
+  await settle();
+  const errors = [];
+  child.stdin.on('error', (e) => errors.push(e.code));
+  assert.equal(write('ghi'), false, 'fails at once, as Node\'s write(2) into a closed pipe');
+  await settle();
+  assert.deepEqual(results, ['ok', 'ok', 'ok', 'ok', 'EPIPE']);
+  assert.deepEqual(errors, ['EPIPE']);
 });
 
 test("bytes of a write that completed at once, refused by a live child's stdin (END fd 0): the stream fails with the errno, as Node's write would have; at the exit they are lost without an error", async () => {
