@@ -80,6 +80,10 @@ export function receiveHandover(fd) {
   return typeof r === 'number' ? r : { id: r[0], fd: r[1], handle: r[2] };
 }
 
+// What a watch's callback hears when waitWritable's wait is over
+// (native/addon/launch.c): no read's count, EOF or -errno is this.
+const WATCH_WRITABLE = -0x80000000;
+
 /**
  * A launched server's socket, read by the addon's watch (a libuv poll
  * handle) rather than by a net.Socket, whose first instance in a process
@@ -87,14 +91,10 @@ export function receiveHandover(fd) {
  * net.Socket's surface lib/server.js uses: 'error' (on the next tick) and
  * 'close' (in the loop's check phase, where a net.Socket's close callback
  * would run), destroy(), end() (shuts down our side; reading goes on to
- * the server's EOF), ref(), unref() and `destroyed`. Each read goes to
+ * the server's EOF), ref(), unref(), `destroyed` and waitWritable(). Each read goes to
  * `onRead` as a view of `buffer`, which the next read overwrites. Frames
  * are written to `fd` directly (lib/server.js), never through this.
  */
-// What a watch's callback hears when waitWritable's wait is over
-// (native/addon/launch.c): no read's count, EOF or -errno is this.
-const WATCH_WRITABLE = -0x80000000;
-
 class WatchedSocket extends EventEmitter {
   constructor(fd, buffer, onRead) {
     super();
