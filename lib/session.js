@@ -320,7 +320,10 @@ export class Session {
     if (!this.wire[fd]) return;
     this.wire[fd] = false;
     if (fd === 0) {
-      this.streams[0]._failed(errno);
+      // After the child's EXIT (its REAPED awaited), stdin bytes the server
+      // could not write are lost with the child: under Node the exit's
+      // destroy() cancels a write still pending, without an error.
+      this.streams[0]._failed(errno, this.exitStatus !== null);
     } else {
       this.streams[fd]._eof(errno);
     }

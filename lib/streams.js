@@ -17,7 +17,10 @@ import { closePhase } from './delivery.js';
 import { readPipe } from './launch.js';
 import { constants } from 'node:os';
 
-const { EPIPE } = constants.errno;
+const { EPIPE, ECANCELED } = constants.errno;
+// A write still pending when Node's stdin socket is destroyed is cancelled:
+// its callback gets no error under Node 20, ECANCELED from Node 22 on.
+const CANCELLED_WITH_ERROR = !globalThis.Bun && !globalThis.Deno && Number(process.versions.node?.split('.')[0]) >= 22;
 export const DROP_LINGER_MS = 5;
 
 // A pipe handle's close callback runs in the async context of the child's
@@ -296,6 +299,20 @@ export class ChildWritable extends Writable {
    */
   _failed(errno, childGone = false) {
     this._inflight = 0;
+    if (childGone && this._pending !== null) {
+      // The child is gone with a write its pipe never took (a grandchild
+      // holds the pipe and does not read, say: nobody closed it). Under
+      // Node the exit's destroy() of stdin cancels that write: its
+      // callback without an error, end()'s with ERR_STREAM_DESTROYED, no
+      // 'error'. Left for that destroy (ours, should the user have
+      // replaced child.stdin); early bytes are lost without an error.
+      this._earlyBytes = 0;
+      const p = this._pending;
+      process.nextTick(() => {
+        if (this._pending === p && !this.destroyed) this.destroy();
+      });
+      return;
+    }
     const p = this._take();
     if (p !== null) {
       if (this._earlyBytes > 0) this._earlyDone();
@@ -340,7 +357,8 @@ export class ChildWritable extends Writable {
       closeLater(this, err, null);
       return;
     }
-    closeLater(this, err, p === null ? null : () => p.callback());
+    closeLater(this, err, p === null ? null
+      : () => p.callback(CANCELLED_WITH_ERROR ? errnoError(ECANCELED, 'write') : undefined));
   }
 
   ref() {

@@ -565,6 +565,7 @@ void stdin_refuse(uint32_t id)
  * raise one (docs/protocol.md). */
 static void refuse(struct child *c, int err)
 {
+	DBG("stdin of %u refused: %s (queued %zu)", c->id, strerror(err), c->qlen - c->qhead);
 	if (c->exec_err == 0)
 		send_end0(c->id, err);
 }
@@ -691,10 +692,24 @@ void stdin_end(struct child *c)
 		c->in_end = 1;
 }
 
+/* Bytes still queued at reap die with the child. When its pipe is closed
+ * (no process holds the other end), a write of Node's would have failed
+ * with EPIPE by then: END fd 0 says so. When a grandchild still holds it
+ * (and does not read), Node's write was still pending, and the exit's
+ * destroy() of stdin cancels it without an error: nothing is said, the
+ * EXIT tells the client. */
 void stdin_reaped(struct child *c)
 {
-	if (c->in_fd >= 0 && c->qhead < c->qlen)
-		refuse(c, EPIPE);       /* queued bytes die with the child */
+	struct pollfd p = { .fd = c->in_fd, .events = 0 };
+	int r;
+
+	if (c->in_fd >= 0 && c->qhead < c->qlen && !c->in_shut) {
+		do
+			r = poll(&p, 1, 0);
+		while (r < 0 && errno == EINTR);
+		if (r < 0 || (r > 0 && (p.revents & (POLLHUP | POLLERR))))
+			refuse(c, EPIPE);
+	}
 	stdin_close(c);
 }
 

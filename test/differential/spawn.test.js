@@ -569,6 +569,40 @@ test("stdin writes after the spawn's tick complete at once while the socket buff
   sameAsNode(pool.results, node.results);
 });
 
+test('a child killed (or ending) while a grandchild keeps its stdin open and a write is pending: the write is cancelled at the exit, no EPIPE, no crash (an uncaught EPIPE killed the process)', async () => {
+  // No 'error' listener on stdin, as most code.
+  const body = `
+    import { exec as execCp } from ${JSON.stringify('node:child_process')};
+    const say = (x) => process.stderr.write('RESULT ' + JSON.stringify(x) + '\\n');
+    const spawned = spawn;
+    const { exec } = await import(IMPL);
+    await new Promise((resolve) => {
+      const seen = [];
+      // Node 20 cancels end()'s callback after the exec callback, 22 and 24 before it.
+      const c = exec('sleep 1; wc -c', { timeout: 100 }, (err) => {
+        seen.push('exec cb ' + err.killed + ' ' + err.signal);
+        setTimeout(() => { say(seen.sort()); resolve(); }, 50);
+      });
+      c.stdin.end(Buffer.alloc(1 << 20), (err) => seen.push('end cb ' + (err ? 'error' : 'ok')));
+    });
+    await new Promise((resolve) => {
+      const seen = [];
+      const c = spawned('sh', ['-c', 'sleep 1; true']);
+      c.stdin.write(Buffer.alloc(400_000), (err) => seen.push('write cb ' + (err?.code ?? null)));
+      c.on('exit', (code, signal) => seen.push('exit ' + code + ' ' + signal));
+      c.on('close', () => { say(seen); resolve(); });
+      setTimeout(() => c.kill(), 100);
+    });
+  `;
+  const run = (impl) => runNode(impl, body.replace('IMPL', JSON.stringify(IMPORT[impl])));
+  const node = await run('node');
+  const pool = await run('spawnpool');
+  assert.equal(node.code, 0, node.stderr);
+  assert.deepEqual(node.results[0], ['end cb error', 'exec cb true SIGTERM'], node.stderr);
+  assert.equal(pool.code, 0, pool.stderr);
+  sameAsNode(pool.results, node.results);
+});
+
 test('100 KB written to a child that reads 10 bytes and exits: the write completes, no error (the kernel took it under Node; spawnpool failed it with EPIPE past 64 KiB)', async () => {
   // No 'error' listener on stdin, as most code: an EPIPE there kills the process.
   const body = `
