@@ -89,15 +89,24 @@ const EXIT_MEANING = {
  * The frames of one read, in the order libuv would have handed Node the
  * same events had its loop been as busy: each pipe read to its end (data,
  * then EOF) in the order the pipes first had something, and the exits
- * last (libuv finds the pipes readable before the SIGCHLD). Frames of one
- * stream keep their order.
+ * last (libuv finds the pipes readable before the SIGCHLD), each with the
+ * stdin END that followed it. Frames of one stream keep their order.
  */
 function inNodeOrder(msgs) {
   if (msgs.length < 2) return msgs;
   const groups = new Map();
   const exits = [];
+  let exited = null;            // ids whose EXIT came in this read
   for (const msg of msgs) {
     if (msg.type === T.EXIT) {
+      exits.push(msg);
+      (exited ??= new Set()).add(msg.id);
+      continue;
+    }
+    // A STDIN the server refused after that child's exit: its answer
+    // follows the EXIT, as on the wire (the write is lost with the child,
+    // not failed while it ran).
+    if (exited !== null && msg.type === T.END && msg.fd === 0 && exited.has(msg.id)) {
       exits.push(msg);
       continue;
     }

@@ -370,6 +370,10 @@ export class Session {
     // The held closes were queued by libuv before the exit's stdin close.
     this.releaseCloses();
     this.child._exited(code, signal);
+    // _exited destroys child.stdin, as Node's exit does, which cancels a
+    // write still pending; ours too where the user replaced that field.
+    const stdin = this.streams[0];
+    if (stdin?._pending && !stdin.destroyed) stdin.destroy();
   }
 
   /** Frames held for the cohort go on once every member spawned or failed. */

@@ -303,14 +303,10 @@ export class ChildWritable extends Writable {
       // The child is gone with a write its pipe never took (a grandchild
       // holds the pipe and does not read, say: nobody closed it). Under
       // Node the exit's destroy() of stdin cancels that write: its
-      // callback without an error, end()'s with ERR_STREAM_DESTROYED, no
-      // 'error'. Left for that destroy (ours, should the user have
-      // replaced child.stdin); early bytes are lost without an error.
+      // callback without an error (ECANCELED from Node 22), end()'s with
+      // ERR_STREAM_DESTROYED, no 'error'. Left for that destroy
+      // (Session.exit); early bytes are lost without an error.
       this._earlyBytes = 0;
-      const p = this._pending;
-      process.nextTick(() => {
-        if (this._pending === p && !this.destroyed) this.destroy();
-      });
       return;
     }
     const p = this._take();

@@ -590,6 +590,7 @@ static ssize_t write_some(struct child *c, const uint8_t *p, size_t n)
 	if (w < 0 && errno == EAGAIN)
 		return 0;
 	if (w < 0) {
+		DBG("stdin of %u: send: %s", c->id, strerror(errno));
 		stdin_failed(c, errno);
 		return -1;
 	}
@@ -632,6 +633,7 @@ void stdin_write(struct child *c, const uint8_t *p, size_t n)
 	if (c->in_fd < 0 || c->in_shut || c->in_end) {
 		/* Not a pipe, ended, closed or failed: the client's write
 		 * callback waits for an answer. */
+		DBG("STDIN for %u: fd %d, shut %d, end %d, exited %d", c->id, c->in_fd, c->in_shut, c->in_end, c->exited);
 		refuse(c, EPIPE);
 		return;
 	}
@@ -740,8 +742,10 @@ void stdin_check_hangup(struct child *c)
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		DBG("poll(stdin of %u): %s", c->id, strerror(errno));  /* the watch tells */
-	else if (r > 0 && (p.revents & (POLLHUP | POLLERR)))
+	else if (r > 0 && (p.revents & (POLLHUP | POLLERR))) {
+		DBG("stdin of %u hung up (revents %#x)", c->id, (unsigned)p.revents);
 		stdin_failed(c, EPIPE);
+	}
 }
 
 void stdin_on_event(struct child *c, uint32_t events)

@@ -593,6 +593,13 @@ test('a child killed (or ending) while a grandchild keeps its stdin open and a w
       c.on('close', () => { say(seen); resolve(); });
       setTimeout(() => c.kill(), 100);
     });
+    await new Promise((resolve) => {
+      // sh exits at once; its background job holds stdin and never reads.
+      const seen = [];
+      const c = spawned('sh', ['-c', 'exec 3<&0; sleep 1 0<&3 3<&- & exit 0']);
+      c.stdin.write(Buffer.alloc(1 << 20), (err) => { seen.push('write cb ' + (err?.code ?? null)); say(seen); resolve(); });
+      c.on('exit', (code, signal) => seen.push('exit ' + code + ' ' + signal));
+    });
   `;
   const run = (impl) => runNode(impl, body.replace('IMPL', JSON.stringify(IMPORT[impl])));
   const node = await run('node');
