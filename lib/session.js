@@ -555,10 +555,18 @@ export class Session {
     if (this.link !== null) this.link.send(encodeStdin(this.id, data));
   }
 
+  /**
+   * end() of stdin. Node's shutdown(2) waits for the loop's next turn
+   * (libuv performs it once the writes before it are done), so a kill()
+   * made in the same tick as end() signals a child that has not seen its
+   * EOF yet: the STDIN_END goes in the check phase, after such a KILL.
+   */
   stdinEnd() {
     if (!this.wire[0] || this.stdinEnded) return;
     this.stdinEnded = true;
-    this.send(encodeStdinEnd(this.id));
+    setImmediate(() => {
+      if (this.wire[0]) this.send(encodeStdinEnd(this.id));
+    });
   }
 
   /**

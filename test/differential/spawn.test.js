@@ -610,6 +610,28 @@ test('a child killed (or ending) while a grandchild keeps its stdin open and a w
   sameAsNode(pool.results, node.results);
 });
 
+test('write(), end() and kill() in one tick: the child is killed before it sees its EOF, every time (end() took effect first now and then)', async () => {
+  const body = `
+    const say = (x) => process.stderr.write('RESULT ' + JSON.stringify(x) + '\\n');
+    const outcomes = {};
+    for (let i = 0; i < 40; i++) {
+      await new Promise((resolve) => {
+        const c = spawn('cat');
+        c.stdin.write('hello');
+        c.stdin.end();
+        c.kill();
+        c.stdout.resume();
+        c.on('exit', (code, signal) => { const k = code + ' ' + signal; outcomes[k] = (outcomes[k] ?? 0) + 1; resolve(); });
+      });
+    }
+    say(outcomes);
+  `;
+  const node = await runNode('node', body);
+  const pool = await runNode('spawnpool', body);
+  assert.deepEqual(node.results, [{ 'null SIGTERM': 40 }], node.stderr);
+  sameAsNode(pool.results, node.results);
+});
+
 test('100 KB written to a child that reads 10 bytes and exits: the write completes, no error (the kernel took it under Node; spawnpool failed it with EPIPE past 64 KiB)', async () => {
   // No 'error' listener on stdin, as most code: an EPIPE there kills the process.
   const body = `
