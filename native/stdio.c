@@ -694,6 +694,30 @@ void stdin_end(struct child *c)
 		c->in_end = 1;
 }
 
+/* Whether no process holds the other end of c's stdin any more (1), it
+ * is still open (0), or -errno: a zero-timeout poll, which reports a
+ * hang-up (or the error only the peer's close leaves) unasked. */
+static int hung_up(struct child *c)
+{
+	struct pollfd p = { .fd = c->in_fd, .events = 0 };
+	int r;
+
+	do
+		r = poll(&p, 1, 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		int err = errno;
+
+		DBG("poll(stdin of %u): %s", c->id, strerror(err));
+		return -err;
+	}
+	if (r > 0 && (p.revents & (POLLHUP | POLLERR))) {
+		DBG("stdin of %u hung up (revents %#x)", c->id, (unsigned)p.revents);
+		return 1;
+	}
+	return 0;
+}
+
 /* Bytes still queued at reap die with the child. When its pipe is closed
  * (no process holds the other end), a write of Node's would have failed
  * with EPIPE by then: END fd 0 says so. When a grandchild still holds it
@@ -702,16 +726,8 @@ void stdin_end(struct child *c)
  * EXIT tells the client. */
 void stdin_reaped(struct child *c)
 {
-	struct pollfd p = { .fd = c->in_fd, .events = 0 };
-	int r;
-
-	if (c->in_fd >= 0 && c->qhead < c->qlen && !c->in_shut) {
-		do
-			r = poll(&p, 1, 0);
-		while (r < 0 && errno == EINTR);
-		if (r < 0 || (r > 0 && (p.revents & (POLLHUP | POLLERR))))
-			refuse(c, EPIPE);
-	}
+	if (c->in_fd >= 0 && c->qhead < c->qlen && !c->in_shut && hung_up(c) != 0)
+		refuse(c, EPIPE);       /* a poll that failed: as before, EPIPE */
 	stdin_close(c);
 }
 
@@ -732,20 +748,8 @@ void stdin_close(struct child *c)
  * still be on its way), for child_stdin_settled: as that event would. */
 void stdin_check_hangup(struct child *c)
 {
-	struct pollfd p = { .fd = c->in_fd, .events = 0 };
-	int r;
-
-	if (c->in_fd < 0 || c->in_shut || c->qhead != c->qlen)
-		return;
-	do
-		r = poll(&p, 1, 0);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		DBG("poll(stdin of %u): %s", c->id, strerror(errno));  /* the watch tells */
-	else if (r > 0 && (p.revents & (POLLHUP | POLLERR))) {
-		DBG("stdin of %u hung up (revents %#x)", c->id, (unsigned)p.revents);
-		stdin_failed(c, EPIPE);
-	}
+	if (c->in_fd >= 0 && !c->in_shut && c->qhead == c->qlen && hung_up(c) > 0)
+		stdin_failed(c, EPIPE);         /* a poll that failed: the watch tells */
 }
 
 void stdin_on_event(struct child *c, uint32_t events)
