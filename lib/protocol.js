@@ -1,8 +1,6 @@
-// The wire codec of docs/protocol.md: pure functions, no sockets, no timers
-// (stdinAtOnce() reads one /proc value, once).
+// The wire codec of docs/protocol.md: pure functions, no sockets, no timers.
 // encode*() return one frame as a Buffer; Decoder turns a byte stream into
 // frames, however the stream is split.
-import { readFileSync } from 'node:fs';
 import { lastFrozen } from './frozen-memo.js';
 
 export const VERSION = 5;
@@ -16,33 +14,6 @@ export const HEADER = 9;
 // more), so that a write a child exits without reading fails no more
 // often than Node's.
 export const STDIN_WINDOW = 256 * 1024;
-
-let atOnce = 0;
-
-/**
- * How many stdin bytes may be in flight for a write to complete at once
- * (lib/streams.js): what one write of Node's into a child's stdin
- * completes at once, its socket's send buffer, within the window. That
- * is the machine's default (net.core.wmem_default, 212,992 bytes unless
- * configured otherwise), except under libuv 1.51 and 1.52 (Node 22 and
- * 24 today), which set 64 KiB on both ends of a child's stdio socket pair
- * (the kernel doubles it: 131,072); later libuv only ever raises the
- * default (libuv #4694, #5230).
- */
-export function stdinAtOnce(uv = process.versions.uv, isNode = !globalThis.Bun && !globalThis.Deno) {
-  if (atOnce === 0 || arguments.length > 0) {
-    let bytes = 212_992;
-    try {
-      bytes = Number.parseInt(readFileSync('/proc/sys/net/core/wmem_default', 'latin1'), 10) || bytes;
-    } catch { /* not Linux's /proc: the usual default */ }
-    const [major, minor] = String(uv ?? '').split('.').map(Number);
-    if (isNode && major === 1 && minor >= 51) bytes = minor <= 52 ? 131_072 : Math.max(bytes, 131_072);
-    const value = Math.max(1, Math.min(bytes, STDIN_WINDOW));
-    if (arguments.length > 0) return value;
-    atOnce = value;
-  }
-  return atOnce;
-}
 
 export const T = Object.freeze({
   HELLO: 0x01, SPAWN: 0x02, STDIN: 0x03, STDIN_END: 0x04, KILL: 0x05, CREDIT: 0x06, CLOSE: 0x07, REAP: 0x08,

@@ -9,9 +9,11 @@
 // machinery (emitClose: false) but when the "handle" closes: in the close
 // phase, with `hadError` (lib/delivery.js).
 import { AsyncResource } from 'node:async_hooks';
+import { readFileSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import { Socket } from 'node:net';
-import { stdinAtOnce, STDIN_WINDOW } from './protocol.js';
+import { STDIN_WINDOW } from './protocol.js';
+import { runtime } from './runtime.js';
 import { errnoError } from './errors.js';
 import { closePhase } from './delivery.js';
 import { readPipe } from './launch.js';
@@ -20,7 +22,32 @@ import { constants } from 'node:os';
 const { EPIPE, ECANCELED } = constants.errno;
 // A write still pending when Node's stdin socket is destroyed is cancelled:
 // its callback gets no error under Node 20, ECANCELED from Node 22 on.
-const CANCELLED_WITH_ERROR = !globalThis.Bun && !globalThis.Deno && Number(process.versions.node?.split('.')[0]) >= 22;
+const CANCELLED_WITH_ERROR = runtime === 'node' && Number(process.versions.node.split('.')[0]) >= 22;
+
+let atOnce = 0;
+
+/**
+ * How many stdin bytes may be in flight for a write to complete at once
+ * (ChildWritable): what one write of Node's into a child's stdin
+ * completes at once, its socket's send buffer, within STDIN_WINDOW. That
+ * is the machine's default (net.core.wmem_default, 212,992 bytes unless
+ * configured otherwise), except under libuv 1.51 and 1.52 (Node 22 and
+ * 24 today), which set 64 KiB on both ends of a child's stdio socket pair
+ * (the kernel doubles it: 131,072); later libuv only ever raises the
+ * default (libuv #4694, #5230). Read once, at the first write.
+ */
+export function stdinAtOnce() {
+  if (atOnce === 0) {
+    let bytes = 212_992;
+    try {
+      bytes = Number.parseInt(readFileSync('/proc/sys/net/core/wmem_default', 'latin1'), 10) || bytes;
+    } catch { /* not Linux's /proc: the usual default */ }
+    const [major, minor] = String(process.versions.uv ?? '').split('.').map(Number);
+    if (runtime === 'node' && major === 1 && minor >= 51) bytes = minor <= 52 ? 131_072 : Math.max(bytes, 131_072);
+    atOnce = Math.max(1, Math.min(bytes, STDIN_WINDOW));
+  }
+  return atOnce;
+}
 export const DROP_LINGER_MS = 5;
 
 // A pipe handle's close callback runs in the async context of the child's
@@ -184,8 +211,9 @@ export class ChildReadable extends Readable {
  * the write fails at once with EPIPE, as Node's does. A larger write (or
  * one while the child is spawning) completes when the server acknowledges
  * its last byte (WROTE), with EPIPE when the bytes can never reach the
- * child, or (destroyed meanwhile) without an error, as Node's cancelled
- * write request does. Every callback runs exactly once.
+ * child, or (destroyed meanwhile, the child's exit included) cancelled as
+ * Node's write request is: no error under Node 20, ECANCELED from 22.
+ * Every callback runs exactly once.
  */
 export class ChildWritable extends Writable {
   constructor(session) {
@@ -291,7 +319,8 @@ export class ChildWritable extends Writable {
   /**
    * The bytes in flight will never be written: END fd 0, or the child is
    * gone (`childGone`: exit, or lost with its server). A pending
-   * write fails with `errno`. Early bytes the server could not write to a
+   * write fails with `errno`, unless the child is gone: then stdin's
+   * destroy at the exit cancels it (below). Early bytes the server could not write to a
    * live child met a stdin it had closed, or a child exited but not yet
    * reaped: under Node that write failed too, so the stream fails with
    * the error ('error', and end()'s callback if it waits). With the child

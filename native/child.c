@@ -211,7 +211,6 @@ static void child_kill(struct child *c, uint32_t sig)
 
 static void child_close(struct child *c, uint8_t fd)
 {
-	DBG("CLOSE %u fd %u", c->id, fd);
 	if (fd == 0)
 		stdin_close(c);
 	else

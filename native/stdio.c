@@ -590,7 +590,6 @@ static ssize_t write_some(struct child *c, const uint8_t *p, size_t n)
 	if (w < 0 && errno == EAGAIN)
 		return 0;
 	if (w < 0) {
-		DBG("stdin of %u: send: %s", c->id, strerror(errno));
 		stdin_failed(c, errno);
 		return -1;
 	}
@@ -633,7 +632,6 @@ void stdin_write(struct child *c, const uint8_t *p, size_t n)
 	if (c->in_fd < 0 || c->in_shut || c->in_end) {
 		/* Not a pipe, ended, closed or failed: the client's write
 		 * callback waits for an answer. */
-		DBG("STDIN for %u: fd %d, shut %d, end %d, exited %d", c->id, c->in_fd, c->in_shut, c->in_end, c->exited);
 		refuse(c, EPIPE);
 		return;
 	}

@@ -572,9 +572,7 @@ test("stdin writes after the spawn's tick complete at once while the socket buff
 test('a child killed (or ending) while a grandchild keeps its stdin open and a write is pending: the write is cancelled at the exit, no EPIPE, no crash (an uncaught EPIPE killed the process)', async () => {
   // No 'error' listener on stdin, as most code.
   const body = `
-    import { exec as execCp } from ${JSON.stringify('node:child_process')};
     const say = (x) => process.stderr.write('RESULT ' + JSON.stringify(x) + '\\n');
-    const spawned = spawn;
     const { exec } = await import(IMPL);
     await new Promise((resolve) => {
       const seen = [];
@@ -587,7 +585,7 @@ test('a child killed (or ending) while a grandchild keeps its stdin open and a w
     });
     await new Promise((resolve) => {
       const seen = [];
-      const c = spawned('sh', ['-c', 'sleep 1; true']);
+      const c = spawn('sh', ['-c', 'sleep 1; true']);
       c.stdin.write(Buffer.alloc(400_000), (err) => seen.push('write cb ' + (err?.code ?? null)));
       c.on('exit', (code, signal) => seen.push('exit ' + code + ' ' + signal));
       c.on('close', () => { say(seen); resolve(); });
@@ -596,7 +594,7 @@ test('a child killed (or ending) while a grandchild keeps its stdin open and a w
     await new Promise((resolve) => {
       // sh exits at once; its background job holds stdin and never reads.
       const seen = [];
-      const c = spawned('sh', ['-c', 'exec 3<&0; sleep 1 0<&3 3<&- & exit 0']);
+      const c = spawn('sh', ['-c', 'exec 3<&0; sleep 1 0<&3 3<&- & exit 0']);
       c.stdin.write(Buffer.alloc(1 << 20), (err) => { seen.push('write cb ' + (err?.code ?? null)); say(seen); resolve(); });
       c.on('exit', (code, signal) => seen.push('exit ' + code + ' ' + signal));
     });

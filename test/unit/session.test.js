@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { constants } from 'node:os';
 import { Session, stillOurs } from '../../lib/session.js';
 import { ChildProcess } from '../../lib/child-process.js';
-import { T, STDIO_PIPE, STDIO_IGNORE, stdinAtOnce, decodeFrame, encodeSpawn } from '../../lib/protocol.js';
+import { T, STDIO_PIPE, STDIO_IGNORE, decodeFrame, encodeSpawn } from '../../lib/protocol.js';
+import { stdinAtOnce } from '../../lib/streams.js';
 
 const { EPIPE, ENOENT } = constants.errno;
 
